@@ -1,0 +1,427 @@
+package fetch
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// Request is one GET.
+type Request struct {
+	// URL is absolute http(s), already canonical; it is sent as given.
+	URL string
+	// IfNoneMatch and IfModifiedSince make the GET conditional (a 304 then
+	// carries no body). Empty: not sent.
+	IfNoneMatch, IfModifiedSince string
+}
+
+// Response is the outcome of one request. Do never follows redirects.
+type Response struct {
+	URL    string
+	Status int
+	// Header holds the received headers under canonical keys, including
+	// Transfer-Encoding even when the body was de-chunked.
+	Header http.Header
+	// ContentType is the media type only, lower case ("text/html").
+	ContentType string
+	// Kind says what the crawl loop should do with Body; see ContentKind.
+	Kind ContentKind
+	// Body is the decoded payload (Content-Encoding gzip, deflate, br
+	// removed), at most MaxBodySize bytes. For a gzip-compressed sitemap
+	// file (Kind == KindSitemap) it is the uncompressed XML. When no
+	// decoding happened Body and RawBody share memory.
+	Body []byte
+	// Truncated is set when the body (raw or decoded) exceeded MaxBodySize
+	// and was cut there.
+	Truncated bool
+	// DecodeErr is set when the Content-Encoding could not be decoded; Body
+	// is then empty, Kind is KindOther, and RawBody still holds what came.
+	DecodeErr error
+	// RawRequest is the request exactly as written to the connection.
+	RawRequest []byte
+	// RawHeader is the status line and headers exactly as received, up to
+	// and including the blank line, except that Transfer-Encoding lines are
+	// removed when the body was chunked: RawBody is de-chunked, so the pair
+	// is a consistent HTTP message for WARC.
+	RawHeader []byte
+	// RawBody is the payload as received: still content-encoded,
+	// de-chunked, at most MaxBodySize bytes.
+	RawBody []byte
+	// RemoteIP is the peer address of the connection used.
+	RemoteIP string
+	// Started and Finished are taken from Config.Now around the request.
+	Started, Finished time.Time
+	// RetryAfter is parsed from Retry-After (delta seconds or HTTP date,
+	// relative to Finished) on any status; 0 if absent or in the past.
+	RetryAfter time.Duration
+	// Location is the Location header resolved against URL (not
+	// canonicalized), set for 3xx only; empty if absent or unparsable.
+	Location string
+	// ETag and LastModified are the validators for a later conditional GET.
+	ETag, LastModified string
+}
+
+// Client fetches URLs over HTTP/1.1. It is safe for concurrent use.
+type Client struct {
+	cfg     Config
+	resolve *resolveTable
+	dns     *dnsCache
+	headers []byte // constant request header lines (User-Agent, Accept...)
+
+	mu      sync.Mutex
+	hosts   map[hostKey]*hostEntry
+	inserts int
+	closed  atomic.Bool
+
+	readers sync.Pool // *bufio.Reader
+	scratch sync.Pool // *[]byte, header read buffer
+}
+
+type hostKey struct {
+	tls  bool
+	addr string // host:port
+}
+
+type hostEntry struct {
+	hc      *fasthttp.HostClient
+	lastUse atomic.Int64 // unix nanos, real clock
+}
+
+// New builds a Client. It starts no goroutines of its own; fasthttp runs
+// one idle-connection cleaner per host with open connections, which exits
+// within MaxIdleConnDuration after the host's last connection closes.
+func New(cfg Config) (*Client, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	c := &Client{
+		cfg:     cfg,
+		resolve: newResolveTable(cfg.Resolve),
+		dns:     newDNSCache(cfg.Resolver, cfg.DNSCacheTTL, cfg.NegativeTTL, cfg.DNSCacheSize, cfg.Now),
+		hosts:   make(map[hostKey]*hostEntry),
+	}
+	c.headers = []byte("User-Agent: " + cfg.UserAgent + "\r\n" +
+		"Accept: text/html,application/xhtml+xml,application/xml;q=0.9,text/plain;q=0.8,*/*;q=0.5\r\n" +
+		"Accept-Encoding: gzip, deflate, br\r\n")
+	c.readers.New = func() any { return bufio.NewReaderSize(nil, 8<<10) }
+	c.scratch.New = func() any { b := make([]byte, 0, 4<<10); return &b }
+	return c, nil
+}
+
+// Close closes idle connections and makes later calls fail with ErrClosed.
+// Requests in flight finish normally; their connections are closed after.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	c.closed.Store(true)
+	hosts := make([]*hostEntry, 0, len(c.hosts))
+	for _, h := range c.hosts {
+		hosts = append(hosts, h)
+	}
+	c.mu.Unlock()
+	for _, h := range hosts {
+		h.hc.CloseIdleConnections()
+	}
+	return nil
+}
+
+// Do performs a GET of req.URL. Redirects are returned, not followed.
+// Errors wrap one of the class sentinels (see Classify); an HTTP error
+// status is a Response, not an error.
+func (c *Client) Do(ctx context.Context, req Request) (*Response, error) {
+	return c.do(ctx, req, c.cfg.MaxBodySize, true)
+}
+
+type target struct {
+	u         *url.URL
+	tls       bool
+	host      string // lower case, no brackets
+	port      string
+	reqURI    string
+	hostField string
+}
+
+func parseTarget(raw string) (target, error) {
+	var t target
+	u, err := url.Parse(raw)
+	if err != nil {
+		return t, classErr(ClassBadURL, raw, err)
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "http":
+		t.port = "80"
+	case "https":
+		t.tls, t.port = true, "443"
+	default:
+		return t, classErr(ClassBadURL, raw, fmt.Errorf("scheme %q not supported", u.Scheme))
+	}
+	t.host = strings.ToLower(u.Hostname())
+	if t.host == "" || u.Opaque != "" {
+		return t, classErr(ClassBadURL, raw, errors.New("no host"))
+	}
+	for i := 0; i < len(u.Host); i++ {
+		if u.Host[i] >= 0x80 {
+			return t, classErr(ClassBadURL, raw, errors.New("non-ASCII host (want punycode)"))
+		}
+	}
+	if p := u.Port(); p != "" {
+		t.port = p
+	}
+	t.u = u
+	t.reqURI = u.RequestURI()
+	if !strings.HasPrefix(t.reqURI, "/") {
+		return t, classErr(ClassBadURL, raw, errors.New("bad path"))
+	}
+	t.hostField = u.Host
+	if strings.ContainsAny(t.reqURI, " \r\n\x00") || strings.ContainsAny(t.hostField, " \r\n\x00") {
+		return t, classErr(ClassBadURL, raw, errors.New("control characters in url"))
+	}
+	return t, nil
+}
+
+func (c *Client) buildRequest(t target, req Request) ([]byte, error) {
+	if strings.ContainsAny(req.IfNoneMatch, "\r\n\x00") || strings.ContainsAny(req.IfModifiedSince, "\r\n\x00") {
+		return nil, classErr(ClassBadURL, req.URL, errors.New("control characters in validators"))
+	}
+	n := 32 + len(t.reqURI) + len(t.hostField) + len(c.headers) + len(req.IfNoneMatch) + len(req.IfModifiedSince) + 40
+	b := make([]byte, 0, n)
+	b = append(b, "GET "...)
+	b = append(b, t.reqURI...)
+	b = append(b, " HTTP/1.1\r\nHost: "...)
+	b = append(b, t.hostField...)
+	b = append(b, "\r\n"...)
+	b = append(b, c.headers...)
+	if req.IfNoneMatch != "" {
+		b = append(b, "If-None-Match: "...)
+		b = append(b, req.IfNoneMatch...)
+		b = append(b, "\r\n"...)
+	}
+	if req.IfModifiedSince != "" {
+		b = append(b, "If-Modified-Since: "...)
+		b = append(b, req.IfModifiedSince...)
+		b = append(b, "\r\n"...)
+	}
+	b = append(b, "\r\n"...)
+	return b, nil
+}
+
+func (c *Client) do(ctx context.Context, req Request, maxBody int, detectKind bool) (*Response, error) {
+	started := c.cfg.Now()
+	if err := ctx.Err(); err != nil {
+		return nil, ctxErr(req.URL, err)
+	}
+	t, err := parseTarget(req.URL)
+	if err != nil {
+		return nil, err
+	}
+	rawReq, err := c.buildRequest(t, req)
+	if err != nil {
+		return nil, err
+	}
+	h, err := c.hostClient(t)
+	if err != nil {
+		return nil, err
+	}
+	realStart := time.Now()
+	deadline := realStart.Add(c.cfg.Timeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+
+	for attempt := 0; ; attempt++ {
+		acquireStart := time.Now()
+		remaining := time.Until(deadline)
+		if remaining <= 0 {
+			return nil, classErr(ClassTimeout, req.URL, errors.New("deadline passed before connect"))
+		}
+		cc, err := h.hc.AcquireConn(remaining, false)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctxErr(req.URL, ctx.Err())
+			}
+			return nil, wrapErr(req.URL, err)
+		}
+		reused := cc.CreatedTime().Before(acquireStart)
+		conn := cc.Conn()
+		stop := noStop
+		if ctx.Done() != nil {
+			stop = context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
+		}
+		resp := &Response{URL: req.URL, RawRequest: rawReq, Started: started}
+		if a, ok := conn.RemoteAddr().(*net.TCPAddr); ok {
+			if ip, ok := netip.AddrFromSlice(a.IP); ok {
+				resp.RemoteIP = ip.Unmap().String()
+			}
+		}
+		rt := roundTrip{c: c, conn: conn, maxBody: maxBody, deadline: deadline}
+		keep, gotBytes, err := rt.run(resp)
+		interrupted := !stop()
+		if err != nil || !keep || interrupted || c.closed.Load() {
+			h.hc.CloseConn(cc)
+		} else {
+			_ = conn.SetDeadline(time.Time{})
+			h.hc.ReleaseConn(cc)
+		}
+		h.lastUse.Store(time.Now().UnixNano())
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctxErr(req.URL, ctx.Err())
+			}
+			// A kept-alive connection the server closed while idle: retry
+			// once on a fresh one, as browsers do.
+			if attempt == 0 && reused && !gotBytes && Classify(err) == ClassReset {
+				continue
+			}
+			return nil, wrapErr(req.URL, err)
+		}
+		resp.Finished = c.cfg.Now()
+		c.finish(resp, t, maxBody, detectKind)
+		return resp, nil
+	}
+}
+
+func noStop() bool { return true }
+
+func ctxErr(rawURL string, err error) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return classErr(ClassTimeout, rawURL, err)
+	}
+	return classErr(ClassCanceled, rawURL, err)
+}
+
+// finish fills the derived fields: decoding, kind, validators, redirects.
+func (c *Client) finish(r *Response, t target, maxBody int, detectKind bool) {
+	r.ContentType = mediaType(r.Header.Get("Content-Type"))
+	r.ETag = r.Header.Get("Etag")
+	r.LastModified = r.Header.Get("Last-Modified")
+	if v := r.Header.Get("Retry-After"); v != "" {
+		r.RetryAfter = parseRetryAfter(v, r.Finished)
+	}
+	if r.Status >= 300 && r.Status < 400 {
+		if loc := strings.TrimSpace(r.Header.Get("Location")); loc != "" {
+			// Browsers send raw spaces escaped; so do we, the rest as given.
+			if lu, err := t.u.Parse(strings.ReplaceAll(loc, " ", "%20")); err == nil {
+				r.Location = lu.String()
+			}
+		}
+	}
+	body, trunc, err := decodeBody(r.Header.Values("Content-Encoding"), r.RawBody, maxBody, r.Truncated)
+	r.Truncated = r.Truncated || trunc
+	if err != nil {
+		r.DecodeErr = err
+		r.Kind = KindOther
+		return
+	}
+	r.Body = body
+	if detectKind {
+		var gz bool
+		r.Kind, gz = detectContentKind(t.u.EscapedPath(), r.ContentType, r.Body)
+		if gz {
+			xml, trunc, err := gunzipCapped(r.Body, maxBody)
+			if err == nil && sniffSitemapXML(xml) {
+				r.Kind = KindSitemap
+				r.Body = xml
+				r.Truncated = r.Truncated || trunc
+			} else {
+				r.Kind = KindOther
+			}
+		}
+	}
+}
+
+// hostClient returns the connection pool for the target's scheme+host:port.
+func (c *Client) hostClient(t target) (*hostEntry, error) {
+	k := hostKey{tls: t.tls, addr: net.JoinHostPort(t.host, t.port)}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed.Load() {
+		return nil, ErrClosed
+	}
+	if h, ok := c.hosts[k]; ok {
+		return h, nil
+	}
+	h := &hostEntry{hc: &fasthttp.HostClient{
+		Addr:                k.addr,
+		IsTLS:               t.tls,
+		TLSConfig:           c.cfg.TLSConfig,
+		DialTimeout:         c.dial,
+		MaxConns:            c.cfg.MaxConnsPerHost,
+		MaxIdleConnDuration: c.cfg.MaxIdleConnDuration,
+		MaxConnWaitTimeout:  c.cfg.Timeout,
+		ConnPoolStrategy:    fasthttp.LIFO,
+	}}
+	h.lastUse.Store(time.Now().UnixNano())
+	c.hosts[k] = h
+	c.inserts++
+	if len(c.hosts) > 1024 && c.inserts%256 == 0 {
+		c.sweepLocked()
+	}
+	return h, nil
+}
+
+// sweepLocked forgets pools without connections that were idle longer than
+// MaxIdleConnDuration, so that the map does not grow with every host ever seen.
+func (c *Client) sweepLocked() {
+	cutoff := time.Now().Add(-c.cfg.MaxIdleConnDuration).UnixNano()
+	for k, h := range c.hosts {
+		if h.lastUse.Load() < cutoff && h.hc.ConnsCount() == 0 {
+			delete(c.hosts, k)
+		}
+	}
+}
+
+// dial connects to addr ("host:port" of the URL): a --resolve rule first,
+// then IP literals, then the DNS cache, trying each address in turn.
+func (c *Client) dial(addr string, timeout time.Duration) (net.Conn, error) {
+	if timeout <= 0 || timeout > c.cfg.ConnectTimeout {
+		timeout = c.cfg.ConnectTimeout
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadURL, err)
+	}
+	d := net.Dialer{Timeout: timeout}
+	if to, ok := c.resolve.lookup(host, port); ok {
+		conn, err := d.Dial("tcp", to)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrConnect, err)
+		}
+		return conn, nil
+	}
+	if _, err := netip.ParseAddr(host); err == nil {
+		conn, err := d.Dial("tcp", addr)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrConnect, err)
+		}
+		return conn, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	ips, err := c.dns.lookup(ctx, host)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrDNS, err)
+	}
+	var lastErr error
+	for _, ip := range ips {
+		conn, err := d.DialContext(ctx, "tcp", net.JoinHostPort(ip.String(), port))
+		if err == nil {
+			return conn, nil
+		}
+		lastErr = err
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, fmt.Errorf("%w: %w", ErrConnect, lastErr)
+}
