@@ -1,0 +1,1455 @@
+package frontier
+
+import (
+	"bytes"
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/bits-and-blooms/bloom/v3"
+	"github.com/dgraph-io/badger/v4"
+)
+
+// Candidate is a URL offered to the frontier.
+type Candidate struct {
+	URL      string // canonical absolute URL (see docs/CANONICAL_URLS.md)
+	Host     string // host key; if empty it is derived from URL
+	Depth    int    // link depth from the seed (seeds 0)
+	Hops     int    // off-site hops (carried, not interpreted)
+	From     string // the page it was found on
+	Priority uint8  // 0 = highest; queue order is priority, then depth, then arrival
+}
+
+// AddResult counts what Add did with its candidates.
+type AddResult struct {
+	Added       int
+	AlreadySeen int            // in the seen set before, or repeated within the call
+	Rejected    map[string]int // reason (Reject* constants) -> count
+}
+
+// Lease is one URL handed out by Next. It stays in its queue until Done.
+type Lease struct {
+	URL, Host string
+	Depth     int
+	Hops      int
+	Attempts  int // transient failures so far
+	From      string
+	Priority  uint8
+
+	f    *Frontier
+	part uint16
+	key  []byte
+	rec  qrec
+	done atomic.Bool
+}
+
+// OutcomeKind says what happened to a leased URL.
+type OutcomeKind int
+
+// Outcome kinds.
+const (
+	// Fetched: a final outcome was recorded (2xx, 3xx, 4xx...). The URL leaves its queue.
+	Fetched OutcomeKind = iota
+	// Retry: a transient failure (timeout, connection error, 5xx, 429). Attempts+1; the URL
+	// waits for now+backoff; the MaxAttempts-th failure makes it a dead letter.
+	Retry
+	// Requeue: not attempted (the slot went to robots.txt, shutdown...). Back in its queue
+	// unchanged, no attempt counted.
+	Requeue
+	// Drop: final, not fetched (robots-disallowed, filtered). Recorded with Err as the reason.
+	Drop
+)
+
+// Outcome is reported to Done.
+type Outcome struct {
+	Kind   OutcomeKind
+	Status int    // HTTP status, 0 if none
+	Err    string // error text (Retry) or drop reason (Drop)
+	// RetryAfter is host-wide: no request to the host before now+RetryAfter (any Kind).
+	RetryAfter time.Duration
+	// Meta is opaque and stored in the URL's seen record (WARC location, etag...).
+	Meta []byte
+}
+
+// Stats are the frontier's counters, kept in memory and counted exactly by Open.
+type Stats struct {
+	Queued       int // URLs waiting in queues (not leased, not waiting for a retry)
+	InFlight     int // leased, Done not yet called
+	Hosts        int // hosts known (admitted at least one URL, or have state)
+	ReadyHosts   int // hosts that could get a lease now
+	WaitingHosts int // hosts with queued URLs waiting for their politeness time
+	RetryPending int // URLs waiting for their retry time
+	DeadLetters  int
+	Seen         int // URLs in the seen set
+	BloomBytes   int // memory of the Bloom filter's bit array
+}
+
+type item struct {
+	key []byte
+	rec qrec
+}
+
+// host is the in-memory state of one host: counters, politeness and a small prefetch buffer.
+type host struct {
+	name      string
+	part      uint16
+	queued    int // q keys of this host, leased ones included
+	inflight  int
+	leased    [][]byte
+	buf       []item // the first len(buf) non-leased q keys, in key order
+	next      int64  // unix ns: no lease before
+	delay     time.Duration
+	delaySet  bool
+	admitted  int
+	generated int
+	loading   bool // a refill or a park is running outside the lock
+	// cursor: every non-leased q key of the host that is not in buf is >= cursor (nil: the
+	// host's first key). Refills seek to it instead of walking the tombstones that Done
+	// leaves at the head of the queue. loadLow is the lowest key inserted during a refill.
+	cursor, loadLow []byte
+	gen             uint64 // bumped on every change to the host's non-leased queue
+	idx             int    // index in the ready heap, -1 if absent
+}
+
+func (h *host) rec() hostRec {
+	return hostRec{DelaySet: h.delaySet, Delay: h.delay, Next: h.next, Admitted: h.admitted, Generated: h.generated}
+}
+
+// Frontier is the per-node crawl frontier. It is safe for concurrent use.
+type Frontier struct {
+	cfg    Config
+	db     *badger.DB
+	limits trapLimits
+	log    *slog.Logger
+
+	addMu   sync.Mutex // serializes Add's confirm-then-write of the seen set
+	hMu     sync.Mutex // serializes build+write of h keys, so the last write is the newest state
+	retryMu sync.Mutex // serializes r/ scans (mover, ParkHost)
+
+	bloomMu  sync.RWMutex // written only with addMu held too
+	bloom    *bloom.BloomFilter
+	bloomCap uint // the URL count the filter was sized for
+
+	seq atomic.Uint64
+
+	mu           sync.Mutex
+	hosts        map[string]*host
+	ready        hostHeap
+	wake         chan struct{}
+	waiters      int
+	closed       bool
+	queued       int // q keys, leased included
+	inflight     int
+	retryPending int
+	dead         int
+	seen         int
+	retryDue     map[uint16]int64 // partition -> earliest due of its r keys (upper bound)
+	retryNext    int64            // min of retryDue, 0 = none
+	retryFloor   map[uint16]int64 // partition -> no r key is due before this (scans seek here, past tombstones)
+	// committing holds q keys written (or being written) to Badger whose in-memory insert
+	// has not happened yet; a refill that reads one leaves it to that insert.
+	committing map[string]struct{}
+	moving     bool
+
+	cache *seenCache // nil when disabled
+
+	afterAddCommit func() // test hook: runs between Add's commit and its in-memory insert
+
+	bloomFalsePos atomic.Int64 // Bloom said "maybe", Badger said "new"
+}
+
+// Open builds a Frontier over cfg.DB: it loads host state and counters, counts queued,
+// retry-pending, dead and seen keys, and rebuilds the Bloom filter from the seen keys.
+// Leases outstanding when the previous process died are simply queued again.
+func Open(cfg Config) (*Frontier, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	f := &Frontier{
+		cfg:        cfg,
+		db:         cfg.DB,
+		limits:     trapLimits{cfg.MaxDepth, cfg.MaxURLLength, cfg.MaxRepeatedSegments, cfg.MaxQueryParams},
+		log:        slog.Default().With("component", "frontier"),
+		hosts:      make(map[string]*host),
+		wake:       make(chan struct{}),
+		retryDue:   make(map[uint16]int64),
+		retryFloor: make(map[uint16]int64),
+		committing: make(map[string]struct{}),
+	}
+	if cfg.SeenCacheSize > 0 {
+		f.cache = newSeenCache(cfg.SeenCacheSize)
+	}
+	var maxSeq uint64
+	err := f.db.View(func(txn *badger.Txn) error {
+		keysOnly := badger.IteratorOptions{PrefetchValues: false}
+		// host state
+		it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: true, PrefetchSize: 100, Prefix: []byte{famHost}})
+		for it.Rewind(); it.Valid(); it.Next() {
+			k := it.Item().Key()
+			if len(k) < 4 || bytes.IndexByte(k[3:], 0) >= 0 {
+				continue // meta key
+			}
+			v, err := it.Item().ValueCopy(nil)
+			if err != nil {
+				it.Close()
+				return err
+			}
+			r, err := decodeHost(v)
+			if err != nil {
+				it.Close()
+				return err
+			}
+			h := f.hostLocked(string(k[3:]))
+			h.delay, h.delaySet, h.next, h.admitted, h.generated = r.Delay, r.DelaySet, r.Next, r.Admitted, r.Generated
+		}
+		it.Close()
+		// queued keys
+		keysOnly.Prefix = []byte{famQueue}
+		it = txn.NewIterator(keysOnly)
+		for it.Rewind(); it.Valid(); it.Next() {
+			name, seq, ok := parseQKey(it.Item().Key())
+			if !ok {
+				continue
+			}
+			f.hostLocked(name).queued++
+			f.queued++
+			maxSeq = max(maxSeq, seq)
+		}
+		it.Close()
+		// retry keys
+		keysOnly.Prefix = []byte{famRetry}
+		it = txn.NewIterator(keysOnly)
+		for it.Rewind(); it.Valid(); it.Next() {
+			part, due, seq, ok := parseRKey(it.Item().Key())
+			if !ok {
+				continue
+			}
+			f.retryPending++
+			if cur, ok := f.retryDue[part]; !ok || due < cur {
+				f.retryDue[part] = due
+			}
+			maxSeq = max(maxSeq, seq)
+		}
+		it.Close()
+		f.dead = countPrefix(txn, []byte{famDead})
+		f.seen = countPrefix(txn, []byte{famSeen})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("frontier: open: %w", err)
+	}
+	f.seq.Store(maxSeq)
+	f.recomputeRetryNextLocked()
+	for _, h := range f.hosts {
+		f.fixLocked(h)
+	}
+	if err := f.rebuildBloom(); err != nil {
+		return nil, fmt.Errorf("frontier: open: %w", err)
+	}
+	return f, nil
+}
+
+func countPrefix(txn *badger.Txn, prefix []byte) int {
+	it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
+	defer it.Close()
+	n := 0
+	for it.Rewind(); it.Valid(); it.Next() {
+		n++
+	}
+	return n
+}
+
+// rebuildBloom sizes a new filter for max(ExpectedURLs, 2*seen) and fills it from the
+// seen keys. Callers hold addMu (or are Open), so no seen key is added meanwhile.
+func (f *Frontier) rebuildBloom() error {
+	n := max(f.cfg.ExpectedURLs, uint(2*f.seen))
+	bf := bloom.NewWithEstimates(n, f.cfg.BloomFPRate)
+	err := f.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{famSeen}})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			if k := it.Item().Key(); len(k) == 19 {
+				bf.Add(k[3:])
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	f.bloomMu.Lock()
+	f.bloom, f.bloomCap = bf, n
+	f.bloomMu.Unlock()
+	return nil
+}
+
+// hostLocked returns the host, creating its state. Callers hold mu (or are Open).
+func (f *Frontier) hostLocked(name string) *host {
+	h := f.hosts[name]
+	if h == nil {
+		h = &host{name: name, part: f.cfg.PartitionOf(name), idx: -1}
+		f.hosts[name] = h
+	}
+	return h
+}
+
+func (f *Frontier) delayOf(h *host) time.Duration {
+	if h.delaySet {
+		return h.delay
+	}
+	return f.cfg.DefaultDelay
+}
+
+// fixLocked puts the host into the ready heap, moves it, or takes it out.
+func (f *Frontier) fixLocked(h *host) {
+	want := !h.loading && h.queued-h.inflight > 0 && h.inflight < f.cfg.PerHost
+	switch {
+	case want && h.idx < 0:
+		heap.Push(&f.ready, h)
+	case !want && h.idx >= 0:
+		heap.Remove(&f.ready, h.idx)
+	case want:
+		heap.Fix(&f.ready, h.idx)
+	}
+}
+
+// insertLocked records that key k became a non-leased queued key of h (h.queued already
+// counts it) and keeps the buffer a prefix of the host's non-leased queue.
+func (f *Frontier) insertLocked(h *host, it item) {
+	h.gen++
+	if h.loading {
+		if h.loadLow == nil || bytes.Compare(it.key, h.loadLow) < 0 {
+			h.loadLow = it.key
+		}
+		return
+	}
+	before := h.queued - h.inflight - 1
+	n := len(h.buf)
+	if n == before || (n > 0 && bytes.Compare(it.key, h.buf[n-1].key) < 0) {
+		i, found := slices.BinarySearchFunc(h.buf, it.key, func(a item, k []byte) int { return bytes.Compare(a.key, k) })
+		if found {
+			return // cannot happen while committing works; never lease a key twice
+		}
+		h.buf = slices.Insert(h.buf, i, it)
+		if len(h.buf) > f.cfg.Prefetch {
+			last := len(h.buf) - 1
+			lowerCursor(h, h.buf[last].key)
+			h.buf[last] = item{}
+			h.buf = h.buf[:last]
+		}
+		return
+	}
+	lowerCursor(h, it.key)
+}
+
+func lowerCursor(h *host, k []byte) {
+	if h.cursor != nil && bytes.Compare(k, h.cursor) < 0 {
+		h.cursor = k
+	}
+}
+
+// signalLocked wakes every Next waiting for a change.
+func (f *Frontier) signalLocked() {
+	if f.waiters > 0 {
+		close(f.wake)
+		f.wake = make(chan struct{})
+	}
+}
+
+func (f *Frontier) noteRetryLocked(part uint16, due int64) {
+	if fl, ok := f.retryFloor[part]; ok && due < fl {
+		f.retryFloor[part] = due // the clock went back
+	}
+	if cur, ok := f.retryDue[part]; !ok || due < cur {
+		f.retryDue[part] = due
+	}
+	if f.retryNext == 0 || due < f.retryNext {
+		f.retryNext = due
+	}
+}
+
+func (f *Frontier) recomputeRetryNextLocked() {
+	f.retryNext = 0
+	for _, d := range f.retryDue {
+		if d != math.MaxInt64 && (f.retryNext == 0 || d < f.retryNext) {
+			f.retryNext = d
+		}
+	}
+}
+
+// ---- writes ----
+
+type op struct {
+	k, v []byte
+	del  bool
+}
+
+// batch writes groups of ops; a group never spans two transactions, so what must be atomic
+// (seen + queued, delete + dead letter) is. It commits early when Badger's size limits near.
+type batch struct {
+	db               *badger.DB
+	txn              *badger.Txn
+	size, count      int64
+	maxSize, maxCnt  int64
+	groups, commited int // groups added, groups durably committed
+}
+
+func newBatch(db *badger.DB) *batch {
+	return &batch{db: db, txn: db.NewTransaction(true), maxSize: db.MaxBatchSize() / 2, maxCnt: db.MaxBatchCount() / 2}
+}
+
+func (b *batch) group(ops ...op) error {
+	var sz int64
+	for _, o := range ops {
+		sz += int64(len(o.k)+len(o.v)) + 32
+	}
+	if b.count > 0 && (b.count+int64(len(ops)) >= b.maxCnt || b.size+sz >= b.maxSize) {
+		if err := b.commit(); err != nil {
+			return err
+		}
+	}
+	for _, o := range ops {
+		var err error
+		if o.del {
+			err = b.txn.Delete(o.k)
+		} else {
+			err = b.txn.Set(o.k, o.v)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	b.size += sz
+	b.count += int64(len(ops))
+	b.groups++
+	return nil
+}
+
+func (b *batch) commit() error {
+	err := b.txn.Commit()
+	b.txn = b.db.NewTransaction(true)
+	b.size, b.count = 0, 0
+	if err != nil {
+		return err
+	}
+	b.commited = b.groups
+	return nil
+}
+
+func (b *batch) discard() { b.txn.Discard() }
+
+// persistHosts writes the host records of names (their current state).
+func (f *Frontier) persistHosts(names ...string) error {
+	f.hMu.Lock()
+	defer f.hMu.Unlock()
+	f.mu.Lock()
+	ops := make([]op, 0, len(names))
+	for _, n := range names {
+		if h := f.hosts[n]; h != nil {
+			r := h.rec()
+			ops = append(ops, op{k: hKey(h.part, n), v: r.encode()})
+		}
+	}
+	f.mu.Unlock()
+	b := newBatch(f.db)
+	defer b.discard()
+	for _, o := range ops {
+		if err := b.group(o); err != nil {
+			return err
+		}
+	}
+	return b.commit()
+}
+
+// ---- Add ----
+
+type prep struct {
+	c     *Candidate
+	host  string
+	part  uint16
+	hash  [16]byte
+	gen   bool
+	maybe bool
+	seen  bool
+	key   []byte
+	h     *host
+}
+
+// Add admits candidates: trap defenses, seen check (Bloom, every "maybe" confirmed against
+// the exact Badger key), per-host caps, then one Badger transaction that marks them seen
+// and queues them together (split only between URLs when Badger's batch limit is near).
+func (f *Frontier) Add(cands []Candidate) (AddResult, error) {
+	res := AddResult{Rejected: map[string]int{}}
+	if f.isClosed() {
+		return res, ErrClosed
+	}
+	items := make([]prep, 0, len(cands))
+	var dup map[[16]byte]struct{}
+	if len(cands) > 1 {
+		dup = make(map[[16]byte]struct{}, len(cands))
+	}
+	for i := range cands {
+		c := &cands[i]
+		hn := c.Host
+		if hn == "" {
+			var ok bool
+			if hn, ok = hostOf(c.URL); !ok {
+				res.Rejected[RejectInvalidURL]++
+				continue
+			}
+		}
+		if r := staticCheck(f.limits, c.URL, c.Depth); r != "" {
+			res.Rejected[r]++
+			continue
+		}
+		hash := URLHash(c.URL)
+		if dup != nil {
+			if _, ok := dup[hash]; ok {
+				res.AlreadySeen++
+				continue
+			}
+			dup[hash] = struct{}{}
+		}
+		items = append(items, prep{c: c, host: hn, part: f.cfg.PartitionOf(hn), hash: hash})
+	}
+	if len(items) == 0 {
+		return res, nil
+	}
+	// Pre-check outside addMu: most links of a crawl are already seen.
+	f.bloomMu.RLock()
+	for i := range items {
+		if items[i].maybe = f.bloom.Test(items[i].hash[:]); items[i].maybe && f.cache.has(items[i].hash) {
+			items[i].maybe, items[i].seen = false, true
+		}
+	}
+	f.bloomMu.RUnlock()
+	if err := f.confirm(items); err != nil {
+		return res, err
+	}
+	items = f.dropSeen(items, &res)
+	if len(items) == 0 {
+		return res, nil
+	}
+
+	f.addMu.Lock()
+	defer f.addMu.Unlock()
+	// Re-check: a concurrent Add may have committed some of them since. Every commit adds
+	// its hashes to the filter before releasing addMu, so "definitely new" is still exact.
+	for i := range items {
+		items[i].maybe = f.bloom.Test(items[i].hash[:])
+	}
+	if err := f.confirm(items); err != nil {
+		return res, err
+	}
+	items = f.dropSeen(items, &res)
+	if len(items) == 0 {
+		return res, nil
+	}
+	for i := range items {
+		items[i].gen = f.cfg.GeneratedBudget >= 0 && looksGenerated(items[i].c.URL)
+	}
+
+	f.hMu.Lock()
+	defer f.hMu.Unlock()
+	f.mu.Lock()
+	accepted := items[:0]
+	touched := make(map[*host]struct{})
+	for _, it := range items {
+		h := f.hostLocked(it.host)
+		if f.cfg.MaxPagesPerHost >= 0 && h.admitted >= f.cfg.MaxPagesPerHost {
+			res.Rejected[RejectHostPageCap]++
+			continue
+		}
+		if it.gen && h.generated >= f.cfg.GeneratedBudget {
+			res.Rejected[RejectGeneratedBudget]++
+			continue
+		}
+		h.admitted++
+		if it.gen {
+			h.generated++
+		}
+		it.h = h
+		it.key = qKey(it.part, it.host, it.c.Priority, it.c.Depth, f.seq.Add(1))
+		f.committing[string(it.key)] = struct{}{}
+		touched[h] = struct{}{}
+		accepted = append(accepted, it)
+	}
+	hops := make([]op, 0, len(touched))
+	for h := range touched {
+		r := h.rec()
+		hops = append(hops, op{k: hKey(h.part, h.name), v: r.encode()})
+	}
+	f.mu.Unlock()
+	if len(accepted) == 0 {
+		return res, nil
+	}
+
+	now := f.cfg.Now()
+	b := newBatch(f.db)
+	defer b.discard()
+	recs := make([]qrec, len(accepted))
+	var err error
+	for i := range accepted {
+		it := &accepted[i]
+		c := it.c
+		recs[i] = qrec{URL: c.URL, From: c.From, Depth: c.Depth, Hops: c.Hops, Priority: c.Priority}
+		sr := SeenRecord{URL: c.URL, State: StateQueued, At: now}
+		if err = b.group(
+			op{k: hashKey(famSeen, it.part, it.hash), v: sr.encode()},
+			op{k: it.key, v: recs[i].encode()},
+		); err != nil {
+			break
+		}
+	}
+	if err == nil {
+		for _, o := range hops {
+			if err = b.group(o); err != nil {
+				break
+			}
+		}
+	}
+	if err == nil {
+		err = b.commit()
+	}
+	done := min(b.commited, len(accepted))
+	if err != nil {
+		// Give back the reservations of what was not written.
+		f.mu.Lock()
+		for _, it := range accepted[done:] {
+			it.h.admitted--
+			if it.gen {
+				it.h.generated--
+			}
+			delete(f.committing, string(it.key))
+		}
+		f.mu.Unlock()
+	}
+
+	if f.afterAddCommit != nil {
+		f.afterAddCommit()
+	}
+	f.bloomMu.Lock()
+	for _, it := range accepted[:done] {
+		f.bloom.Add(it.hash[:])
+		f.cache.add(it.hash)
+	}
+	f.bloomMu.Unlock()
+
+	f.mu.Lock()
+	for i, it := range accepted[:done] {
+		delete(f.committing, string(it.key))
+		it.h.queued++
+		f.queued++
+		f.seen++
+		f.insertLocked(it.h, item{key: it.key, rec: recs[i]})
+		f.fixLocked(it.h)
+	}
+	f.signalLocked()
+	grow := uint(f.seen) > f.bloomCap
+	f.mu.Unlock()
+	res.Added = done
+	if err != nil {
+		return res, fmt.Errorf("frontier: add: %w", err)
+	}
+	if grow {
+		if err := f.rebuildBloom(); err != nil {
+			return res, fmt.Errorf("frontier: bloom rebuild: %w", err)
+		}
+	}
+	return res, nil
+}
+
+// confirm looks up the exact seen key of every item the Bloom filter called "maybe".
+func (f *Frontier) confirm(items []prep) error {
+	need := false
+	for i := range items {
+		need = need || items[i].maybe
+	}
+	if !need {
+		return nil
+	}
+	return f.db.View(func(txn *badger.Txn) error {
+		var k [19]byte
+		for i := range items {
+			if !items[i].maybe {
+				continue
+			}
+			k[0], k[1], k[2] = famSeen, byte(items[i].part>>8), byte(items[i].part)
+			copy(k[3:], items[i].hash[:])
+			_, err := txn.Get(k[:])
+			switch {
+			case err == nil:
+				items[i].seen = true
+				f.cache.add(items[i].hash)
+			case errors.Is(err, badger.ErrKeyNotFound):
+				f.bloomFalsePos.Add(1)
+			default:
+				return fmt.Errorf("frontier: seen lookup: %w", err)
+			}
+		}
+		return nil
+	})
+}
+
+func (f *Frontier) dropSeen(items []prep, res *AddResult) []prep {
+	out := items[:0]
+	for _, it := range items {
+		if it.seen {
+			res.AlreadySeen++
+			continue
+		}
+		it.maybe = false
+		out = append(out, it)
+	}
+	return out
+}
+
+func (f *Frontier) isClosed() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.closed
+}
+
+// ---- Next ----
+
+// Next blocks until a URL of a ready host can be leased: the host is below PerHost leases,
+// its next-allowed time has come and it is not deferred. It returns ctx.Err() when ctx ends
+// and ErrClosed after Close. It waits on timers and wake-ups, never spinning.
+func (f *Frontier) Next(ctx context.Context) (*Lease, error) {
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		l, wait, wake, err := f.poll()
+		if err != nil || l != nil {
+			return l, err
+		}
+		var timer *time.Timer
+		var tc <-chan time.Time
+		if wait >= 0 {
+			timer = time.NewTimer(wait)
+			tc = timer.C
+		}
+		select {
+		case <-ctx.Done():
+		case <-wake:
+		case <-tc:
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+		f.mu.Lock()
+		f.waiters--
+		f.mu.Unlock()
+	}
+}
+
+// poll leases a URL if one is ready. Otherwise it returns how long to wait (-1: until woken)
+// and the channel that is closed on the next change; the caller then owns one waiter count.
+func (f *Frontier) poll() (*Lease, time.Duration, <-chan struct{}, error) {
+	for {
+		f.mu.Lock()
+		if f.closed {
+			f.mu.Unlock()
+			return nil, 0, nil, ErrClosed
+		}
+		now := f.cfg.Now().UnixNano()
+		if f.retryNext != 0 && f.retryNext <= now && !f.moving {
+			f.moving = true
+			f.mu.Unlock()
+			if err := f.moveDue(now); err != nil {
+				return nil, 0, nil, err
+			}
+			continue
+		}
+		wait := time.Duration(-1)
+		if len(f.ready) > 0 {
+			h := f.ready[0]
+			if h.next <= now {
+				if len(h.buf) > 0 {
+					l := f.leaseLocked(h, now)
+					f.mu.Unlock()
+					return l, 0, nil, nil
+				}
+				if err := f.refill(h); err != nil { // unlocks mu
+					return nil, 0, nil, err
+				}
+				continue
+			}
+			wait = time.Duration(h.next - now)
+		}
+		if f.retryNext != 0 && !f.moving {
+			if rw := time.Duration(f.retryNext - now); wait < 0 || rw < wait {
+				wait = rw
+			}
+		}
+		f.waiters++
+		wake := f.wake
+		f.mu.Unlock()
+		return nil, wait, wake, nil
+	}
+}
+
+func (f *Frontier) leaseLocked(h *host, now int64) *Lease {
+	it := h.buf[0]
+	h.buf[0] = item{}
+	h.buf = h.buf[1:]
+	if len(h.buf) == 0 {
+		h.buf = nil
+	}
+	h.inflight++
+	f.inflight++
+	h.leased = append(h.leased, it.key)
+	h.next = now + int64(f.delayOf(h))
+	f.fixLocked(h)
+	r := it.rec
+	return &Lease{
+		URL: r.URL, Host: h.name, Depth: r.Depth, Hops: r.Hops, Attempts: r.Attempts, From: r.From, Priority: r.Priority,
+		f: f, part: h.part, key: it.key, rec: r,
+	}
+}
+
+// refill loads the first Prefetch non-leased q records of h from Badger. Called with mu
+// held; returns with mu released. The host leaves the heap while loading.
+func (f *Frontier) refill(h *host) error {
+	h.loading = true
+	h.loadLow = nil
+	f.fixLocked(h)
+	gen := h.gen
+	leased := slices.Clone(h.leased)
+	cursor := h.cursor
+	want := h.queued - h.inflight
+	f.mu.Unlock()
+
+	items, err := f.scanQueue(h, cursor, leased)
+	full := cursor == nil
+	if err == nil && !full && len(items) < f.cfg.Prefetch && len(items) != want {
+		// Fewer keys past the cursor than the count says: rescan from the head rather
+		// than trust either the cursor or a count that may have drifted.
+		items, err = f.scanQueue(h, nil, leased)
+		full = true
+	}
+
+	f.mu.Lock()
+	h.loading = false
+	if err == nil {
+		scanned := len(items)
+		if len(f.committing) > 0 {
+			items = slices.DeleteFunc(items, func(it item) bool {
+				_, ok := f.committing[string(it.key)]
+				return ok
+			})
+		}
+		h.buf = items
+		if len(items) > 0 {
+			h.cursor = append(slices.Clone(items[len(items)-1].key), 0) // just after the last read
+		}
+		if h.loadLow != nil && (h.cursor == nil || bytes.Compare(h.loadLow, h.cursor) < 0) {
+			h.cursor = h.loadLow
+		}
+		if gen == h.gen && full && scanned < f.cfg.Prefetch && scanned == len(items) {
+			// The scan saw the whole non-leased queue: heal the count if it drifted.
+			if want := h.inflight + len(items); want != h.queued {
+				f.log.Warn("queue count corrected", "host", h.name, "had", h.queued, "want", want)
+				f.queued += want - h.queued
+				h.queued = want
+			}
+		}
+	}
+	h.loadLow = nil
+	f.fixLocked(h)
+	f.signalLocked()
+	f.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("frontier: load queue: %w", err)
+	}
+	return nil
+}
+
+// scanQueue reads up to Prefetch non-leased q records of h from key from (nil: the head).
+func (f *Frontier) scanQueue(h *host, from []byte, leased [][]byte) ([]item, error) {
+	var items []item
+	err := f.db.View(func(txn *badger.Txn) error {
+		prefix := qHostPrefix(h.part, h.name)
+		it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: true, PrefetchSize: f.cfg.Prefetch, Prefix: prefix})
+		defer it.Close()
+		if from == nil {
+			from = prefix
+		}
+	next:
+		for it.Seek(from); it.Valid() && len(items) < f.cfg.Prefetch; it.Next() {
+			k := it.Item().Key()
+			for _, l := range leased {
+				if bytes.Equal(l, k) {
+					continue next
+				}
+			}
+			v, err := it.Item().ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			r, err := decodeQrec(v)
+			if err != nil {
+				return err
+			}
+			items = append(items, item{key: it.Item().KeyCopy(nil), rec: r})
+		}
+		return nil
+	})
+	return items, err
+}
+
+// moveDue moves retry records whose time has come back into their queues.
+func (f *Frontier) moveDue(now int64) error {
+	f.retryMu.Lock()
+	defer f.retryMu.Unlock()
+	f.mu.Lock()
+	var parts []uint16
+	var floors []int64
+	for p, d := range f.retryDue {
+		if d <= now {
+			parts = append(parts, p)
+			floors = append(floors, f.retryFloor[p])
+			f.retryDue[p] = math.MaxInt64 // scanning; concurrent Retry outcomes lower it
+		}
+	}
+	f.mu.Unlock()
+
+	var firstErr error
+	for i, p := range parts {
+		nextDue, err := f.movePartition(p, now, floors[i])
+		if err != nil && firstErr == nil {
+			firstErr = err
+		}
+		f.mu.Lock()
+		cur := f.retryDue[p]
+		if err == nil {
+			// Everything due <= now is moved; keys noted meanwhile are >= cur.
+			f.retryFloor[p] = min(now, cur)
+		}
+		if err != nil {
+			cur = now // try again later
+		} else if nextDue != 0 && nextDue < cur {
+			cur = nextDue
+		}
+		if cur == math.MaxInt64 {
+			delete(f.retryDue, p)
+		} else {
+			f.retryDue[p] = cur
+		}
+		f.mu.Unlock()
+	}
+	f.mu.Lock()
+	f.moving = false
+	f.recomputeRetryNextLocked()
+	f.signalLocked()
+	f.mu.Unlock()
+	if firstErr != nil {
+		return fmt.Errorf("frontier: move retries: %w", firstErr)
+	}
+	return nil
+}
+
+// movePartition moves the due r keys of one partition; it returns the due time of the
+// first r key left (0 if none).
+func (f *Frontier) movePartition(p uint16, now, floor int64) (int64, error) {
+	const chunk = 512
+	for {
+		type moved struct {
+			host string
+			it   item
+		}
+		var ms []moved
+		var nextDue int64
+		txn := f.db.NewTransaction(true)
+		it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: true, PrefetchSize: 64, Prefix: famPrefix(famRetry, p)})
+		var err error
+		for it.Seek(rKey(p, floor, 0)); it.Valid() && len(ms) < chunk; it.Next() {
+			rk := it.Item().KeyCopy(nil)
+			_, due, _, ok := parseRKey(rk)
+			if !ok {
+				continue
+			}
+			if due > now {
+				nextDue = due
+				break
+			}
+			var v []byte
+			if v, err = it.Item().ValueCopy(nil); err != nil {
+				break
+			}
+			qk, r, derr := decodeR(v)
+			if derr != nil {
+				err = derr
+				break
+			}
+			hn, _, ok := parseQKey(qk)
+			if !ok {
+				err = fmt.Errorf("%w: retry key", ErrCorrupt)
+				break
+			}
+			if err = txn.Delete(rk); err != nil {
+				break
+			}
+			if err = txn.Set(qk, r.encode()); err != nil {
+				break
+			}
+			ms = append(ms, moved{hn, item{key: qk, rec: r}})
+		}
+		full := len(ms) == chunk
+		it.Close()
+		if err == nil {
+			f.mu.Lock()
+			for _, m := range ms {
+				f.committing[string(m.it.key)] = struct{}{}
+			}
+			f.mu.Unlock()
+			err = txn.Commit()
+		} else {
+			txn.Discard()
+		}
+		f.mu.Lock()
+		for _, m := range ms {
+			delete(f.committing, string(m.it.key))
+		}
+		if err != nil {
+			f.mu.Unlock()
+			return 0, err
+		}
+		for _, m := range ms {
+			h := f.hostLocked(m.host)
+			h.queued++
+			f.queued++
+			f.retryPending--
+			f.insertLocked(h, m.it)
+			f.fixLocked(h)
+		}
+		f.mu.Unlock()
+		if !full {
+			return nextDue, nil
+		}
+	}
+}
+
+// ---- Done ----
+
+// Done records the outcome of a lease. Only now does the URL leave its queue (Fetched,
+// Drop, Retry) or become leasable again (Requeue). Politeness: with PerHost 1 the host's next
+// request waits at least its delay after this response, too; RetryAfter pushes it further.
+func (f *Frontier) Done(l *Lease, o Outcome) error {
+	if l == nil || l.f != f {
+		return ErrBadLease
+	}
+	if o.Kind < Fetched || o.Kind > Drop {
+		return fmt.Errorf("%w: %d", ErrBadOutcome, o.Kind)
+	}
+	if f.isClosed() {
+		return ErrClosed
+	}
+	if !l.done.CompareAndSwap(false, true) {
+		return ErrLeaseDone
+	}
+	now := f.cfg.Now()
+	hash := URLHash(l.URL)
+	var (
+		dead  bool
+		due   int64
+		rec   = l.rec
+		group []op
+	)
+	switch o.Kind {
+	case Fetched, Drop:
+		st := StateFetched
+		if o.Kind == Drop {
+			st = StateDropped
+		}
+		sr := SeenRecord{URL: l.URL, Status: o.Status, State: st, Reason: o.Err, Meta: o.Meta, At: now}
+		group = []op{{k: l.key, del: true}, {k: hashKey(famSeen, l.part, hash), v: sr.encode()}}
+	case Retry:
+		rec.Attempts++
+		rec.LastErr, rec.LastStatus = o.Err, o.Status
+		if rec.Attempts >= f.cfg.MaxAttempts {
+			dead = true
+			dl := DeadLetter{URL: l.URL, Host: l.Host, Attempts: rec.Attempts, LastErr: o.Err, Status: o.Status, At: now}
+			sr := SeenRecord{URL: l.URL, Status: o.Status, State: StateDead, Reason: o.Err, Meta: o.Meta, At: now}
+			group = []op{{k: l.key, del: true}, {k: hashKey(famDead, l.part, hash), v: dl.encode()}, {k: hashKey(famSeen, l.part, hash), v: sr.encode()}}
+		} else {
+			due = now.Add(f.backoff(rec.Attempts)).UnixNano()
+			rk := rKey(l.part, due, f.seq.Add(1))
+			group = []op{{k: l.key, del: true}, {k: rk, v: encodeR(l.key, &rec)}}
+		}
+	}
+	if group != nil {
+		b := newBatch(f.db)
+		err := b.group(group...)
+		if err == nil {
+			err = b.commit()
+		}
+		b.discard()
+		if err != nil {
+			l.done.Store(false)
+			return fmt.Errorf("frontier: done: %w", err)
+		}
+	}
+
+	f.mu.Lock()
+	h := f.hostLocked(l.Host)
+	if i := slices.IndexFunc(h.leased, func(k []byte) bool { return bytes.Equal(k, l.key) }); i >= 0 {
+		h.leased = slices.Delete(h.leased, i, i+1)
+	}
+	h.inflight--
+	f.inflight--
+	switch {
+	case o.Kind == Requeue:
+		f.insertLocked(h, item{key: l.key, rec: l.rec})
+	default:
+		h.queued--
+		f.queued--
+		switch {
+		case dead:
+			f.dead++
+		case o.Kind == Retry:
+			f.retryPending++
+			f.noteRetryLocked(l.part, due)
+		}
+	}
+	nowNs := now.UnixNano()
+	if f.cfg.PerHost == 1 {
+		h.next = max(h.next, nowNs+int64(f.delayOf(h)))
+	}
+	if o.RetryAfter > 0 {
+		h.next = max(h.next, nowNs+int64(o.RetryAfter))
+	}
+	f.fixLocked(h)
+	f.signalLocked()
+	f.mu.Unlock()
+	if o.RetryAfter > 0 {
+		if err := f.persistHosts(l.Host); err != nil {
+			return fmt.Errorf("frontier: done: persist host: %w", err)
+		}
+	}
+	return nil
+}
+
+// backoff is full jitter over min(BackoffMax, BackoffBase * 2^(attempt-1)).
+func (f *Frontier) backoff(attempt int) time.Duration {
+	d := f.cfg.BackoffBase
+	for i := 1; i < attempt && d < f.cfg.BackoffMax; i++ {
+		d *= 2
+	}
+	d = min(d, f.cfg.BackoffMax)
+	return time.Duration(f.cfg.Rand() * float64(d))
+}
+
+// ---- host controls ----
+
+// SetHostDelay sets the host's delay between requests (e.g. robots Crawl-delay; 0 allowed)
+// and persists it.
+func (f *Frontier) SetHostDelay(host string, d time.Duration) {
+	if d < 0 {
+		d = 0
+	}
+	f.mu.Lock()
+	h := f.hostLocked(host)
+	h.delay, h.delaySet = d, true
+	f.mu.Unlock()
+	if err := f.persistHosts(host); err != nil {
+		f.log.Error("persist host delay", "host", host, "err", err)
+	}
+}
+
+// DeferHost holds every lease for host until now+d (e.g. robots.txt answered 5xx). Persisted.
+func (f *Frontier) DeferHost(host string, d time.Duration) {
+	f.mu.Lock()
+	h := f.hostLocked(host)
+	h.next = max(h.next, f.cfg.Now().Add(d).UnixNano())
+	f.fixLocked(h)
+	f.mu.Unlock()
+	if err := f.persistHosts(host); err != nil {
+		f.log.Error("persist host defer", "host", host, "err", err)
+	}
+}
+
+// HostMeta returns the opaque per-host blob (nil if none).
+func (f *Frontier) HostMeta(host string) ([]byte, error) {
+	var out []byte
+	err := f.db.View(func(txn *badger.Txn) error {
+		it, err := txn.Get(hMetaKey(f.cfg.PartitionOf(host), host))
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		out, err = it.ValueCopy(nil)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("frontier: host meta: %w", err)
+	}
+	return out, nil
+}
+
+// SetHostMeta stores the opaque per-host blob (the node keeps parsed robots.txt there).
+func (f *Frontier) SetHostMeta(host string, b []byte) error {
+	err := f.db.Update(func(txn *badger.Txn) error {
+		return txn.Set(hMetaKey(f.cfg.PartitionOf(host), host), slices.Clone(b))
+	})
+	if err != nil {
+		return fmt.Errorf("frontier: set host meta: %w", err)
+	}
+	return nil
+}
+
+// ParkHost moves every queued and retry-pending URL of host (not the leased ones, which
+// finish through Done) to the dead letters with reason as the error, so a batch crawl can
+// end when a host stays unreachable. It returns how many URLs it parked.
+func (f *Frontier) ParkHost(host, reason string) (int, error) {
+	f.mu.Lock()
+	h := f.hosts[host]
+	for h != nil && h.loading { // a refill is running; it takes a Badger scan at most
+		f.mu.Unlock()
+		time.Sleep(time.Millisecond)
+		f.mu.Lock()
+	}
+	if h == nil {
+		f.mu.Unlock()
+		return 0, nil
+	}
+	h.loading = true
+	for i := range h.buf {
+		h.buf[i] = item{}
+	}
+	h.buf = nil
+	h.gen++
+	leased := slices.Clone(h.leased)
+	f.fixLocked(h)
+	f.mu.Unlock()
+
+	now := f.cfg.Now()
+	nq, nr, err := f.park(h, leased, reason, now)
+
+	f.mu.Lock()
+	h.loading = false
+	h.buf = nil
+	h.cursor, h.loadLow = nil, nil
+	h.gen++
+	h.queued -= nq
+	f.queued -= nq
+	f.retryPending -= nr
+	f.dead += nq + nr
+	f.fixLocked(h)
+	f.signalLocked()
+	f.mu.Unlock()
+	if err != nil {
+		return nq + nr, fmt.Errorf("frontier: park host: %w", err)
+	}
+	return nq + nr, nil
+}
+
+func (f *Frontier) park(h *host, leased [][]byte, reason string, now time.Time) (nq, nr int, err error) {
+	deadOps := func(r qrec) []op {
+		hash := URLHash(r.URL)
+		dl := DeadLetter{URL: r.URL, Host: h.name, Attempts: r.Attempts, LastErr: reason, Status: r.LastStatus, At: now}
+		sr := SeenRecord{URL: r.URL, Status: r.LastStatus, State: StateDead, Reason: reason, At: now}
+		return []op{{k: hashKey(famDead, h.part, hash), v: dl.encode()}, {k: hashKey(famSeen, h.part, hash), v: sr.encode()}}
+	}
+	// queued
+	type kv struct{ k, v []byte }
+	var qs []kv
+	err = f.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: true, PrefetchSize: 100, Prefix: qHostPrefix(h.part, h.name)})
+		defer it.Close()
+	next:
+		for it.Rewind(); it.Valid(); it.Next() {
+			k := it.Item().Key()
+			for _, l := range leased {
+				if bytes.Equal(l, k) {
+					continue next
+				}
+			}
+			v, err := it.Item().ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			qs = append(qs, kv{it.Item().KeyCopy(nil), v})
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	b := newBatch(f.db)
+	defer b.discard()
+	for _, q := range qs {
+		r, err := decodeQrec(q.v)
+		if err != nil {
+			return b.commited, 0, err
+		}
+		if err := b.group(append(deadOps(r), op{k: q.k, del: true})...); err != nil {
+			return b.commited, 0, err
+		}
+	}
+	if err := b.commit(); err != nil {
+		return b.commited, 0, err
+	}
+	nq = len(qs)
+
+	// retry-pending
+	f.retryMu.Lock()
+	defer f.retryMu.Unlock()
+	var rs []kv
+	err = f.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: true, PrefetchSize: 100, Prefix: famPrefix(famRetry, h.part)})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			v, err := it.Item().ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			qk, _, err := decodeR(v)
+			if err != nil {
+				return err
+			}
+			if hn, _, ok := parseQKey(qk); ok && hn == h.name {
+				rs = append(rs, kv{it.Item().KeyCopy(nil), v})
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nq, 0, err
+	}
+	b2 := newBatch(f.db)
+	defer b2.discard()
+	for _, r := range rs {
+		_, rec, _ := decodeR(r.v)
+		if err := b2.group(append(deadOps(rec), op{k: r.k, del: true})...); err != nil {
+			return nq, b2.commited, err
+		}
+	}
+	if err := b2.commit(); err != nil {
+		return nq, b2.commited, err
+	}
+	return nq, len(rs), nil
+}
+
+// ---- reading ----
+
+// Stats returns the counters. ReadyHosts/WaitingHosts walk the heap (O(active hosts)).
+func (f *Frontier) Stats() Stats {
+	f.mu.Lock()
+	now := f.cfg.Now().UnixNano()
+	s := Stats{
+		Queued: f.queued - f.inflight, InFlight: f.inflight, Hosts: len(f.hosts),
+		RetryPending: f.retryPending, DeadLetters: f.dead, Seen: f.seen,
+	}
+	for _, h := range f.ready {
+		if h.next <= now {
+			s.ReadyHosts++
+		} else {
+			s.WaitingHosts++
+		}
+	}
+	f.mu.Unlock()
+	f.bloomMu.RLock()
+	s.BloomBytes = int(f.bloom.Cap() / 8)
+	f.bloomMu.RUnlock()
+	return s
+}
+
+// Idle reports that nothing is queued, in flight or waiting for a retry.
+func (f *Frontier) Idle() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.queued == 0 && f.inflight == 0 && f.retryPending == 0
+}
+
+// DeadLetters calls fn for each dead letter (partition order) until fn returns false.
+func (f *Frontier) DeadLetters(fn func(DeadLetter) bool) error {
+	return f.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: true, PrefetchSize: 100, Prefix: []byte{famDead}})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			var dl DeadLetter
+			err := it.Item().Value(func(v []byte) error {
+				var err error
+				dl, err = decodeDead(v)
+				return err
+			})
+			if err != nil {
+				return fmt.Errorf("frontier: dead letters: %w", err)
+			}
+			if !fn(dl) {
+				return nil
+			}
+		}
+		return nil
+	})
+}
+
+// Lookup returns the seen record of a canonical URL. The partition comes from the host
+// derived from the URL, so it finds URLs added with Candidate.Host empty or equal to it.
+func (f *Frontier) Lookup(url string) (SeenRecord, bool, error) {
+	hn, ok := hostOf(url)
+	if !ok {
+		return SeenRecord{}, false, nil
+	}
+	var sr SeenRecord
+	found := false
+	err := f.db.View(func(txn *badger.Txn) error {
+		it, err := txn.Get(hashKey(famSeen, f.cfg.PartitionOf(hn), URLHash(url)))
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		found = true
+		return it.Value(func(v []byte) error {
+			sr, err = decodeSeen(v)
+			return err
+		})
+	})
+	if err != nil {
+		return SeenRecord{}, false, fmt.Errorf("frontier: lookup: %w", err)
+	}
+	return sr, found, nil
+}
+
+// Close stops the frontier: waiting Next calls return ErrClosed; the politeness state of
+// hosts still inside their delay is persisted. It does not close the DB.
+func (f *Frontier) Close() error {
+	f.mu.Lock()
+	if f.closed {
+		f.mu.Unlock()
+		return nil
+	}
+	f.closed = true
+	if f.waiters > 0 {
+		close(f.wake)
+		f.wake = make(chan struct{})
+	}
+	now := f.cfg.Now().UnixNano()
+	var names []string
+	for n, h := range f.hosts {
+		if h.next > now {
+			names = append(names, n)
+		}
+	}
+	f.mu.Unlock()
+	if len(names) > 0 {
+		if err := f.persistHosts(names...); err != nil {
+			return fmt.Errorf("frontier: close: %w", err)
+		}
+	}
+	return nil
+}

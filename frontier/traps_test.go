@@ -1,0 +1,109 @@
+package frontier
+
+import "testing"
+
+func TestHostOf(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{"http://h1.sim.test/a", "h1.sim.test"},
+		{"https://H.test:8443/x?y", "h.test:8443"},
+		{"http://h.test:80/", "h.test"},
+		{"https://h.test:443", "h.test"},
+		{"http://user:pw@h.test/", "h.test"},
+		{"http://h.test?q=1", "h.test"},
+		{"mailto:a@b.c", ""},
+		{"http:///x", ""},
+	}
+	for _, tc := range cases {
+		got, ok := hostOf(tc.in)
+		if got != tc.want || ok != (tc.want != "") {
+			t.Errorf("hostOf(%q) = %q, %v; want %q", tc.in, got, ok, tc.want)
+		}
+	}
+}
+
+func TestStaticCheck(t *testing.T) {
+	l := trapLimits{maxDepth: 2, maxURLLength: 40, maxRepeated: 2, maxParams: 2}
+	cases := []struct {
+		url   string
+		depth int
+		want  string
+	}{
+		{"http://h.test/a", 0, ""},
+		{"http://h.test/a", 2, ""},
+		{"http://h.test/a", 3, RejectMaxDepth},
+		{"http://h.test/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", 0, RejectURLTooLong},
+		{"http://h.test/a/b/a/b", 0, ""},
+		{"http://h.test/a/b/a/b/a", 0, RejectRepeatedSegments},
+		{"http://h.test/x/a/a/a/", 0, RejectRepeatedSegments},
+		{"http://h.test/?a=1&b=2", 0, ""},
+		{"http://h.test/?a=1&b=2&c", 0, RejectTooManyParams},
+		{"http://h.test/?a=1&&b=2&", 0, ""},
+	}
+	for _, tc := range cases {
+		if got := staticCheck(l, tc.url, tc.depth); got != tc.want {
+			t.Errorf("staticCheck(%q, %d) = %q, want %q", tc.url, tc.depth, got, tc.want)
+		}
+	}
+	unlimited := trapLimits{-1, -1, -1, -1}
+	if got := staticCheck(unlimited, "http://h.test/a/a/a/a/a?a&b&c&d", 1000); got != "" {
+		t.Errorf("unlimited limits rejected with %q", got)
+	}
+}
+
+func TestLooksGenerated(t *testing.T) {
+	cases := []struct {
+		url  string
+		want bool
+	}{
+		{"http://h.test/", false},
+		{"http://h.test/blog/how-to-crawl", false},
+		{"http://h.test/2024/05/17/", true},
+		{"http://h.test/archive/2024/5/", true},
+		{"http://h.test/calendar/", true},
+		{"http://h.test/Calendar?x=1", true},
+		{"http://h.test/product/1234567", false},
+		{"http://h.test/docs/v2024/intro", false},
+		{"http://h.test/s/0123456789abcdef0123/", true},                 // hex session id
+		{"http://h.test/s/aB3dE5fG7hJ9kL1mN3pQ5rS7tU9/x", true},         // base64-like token
+		{"http://h.test/a-very-long-readable-article-slug-here", false}, // long but no digits
+		{"http://h.test/deadbeefdeadbeefdeadbeef", false},               // hex without digits
+		{"http://h.test/list?sort=price", true},
+		{"http://h.test/list?filter_color=red", true},
+		{"http://h.test/list?page=2", false},
+		{"http://h.test/list?a=1&b=2&c=3&d=4&e=5", true},
+		{"http://h.test/list?a=1&b=2&c=3&d=4", false},
+	}
+	for _, tc := range cases {
+		if got := looksGenerated(tc.url); got != tc.want {
+			t.Errorf("looksGenerated(%q) = %v, want %v", tc.url, got, tc.want)
+		}
+	}
+}
+
+func TestRecordRoundTrip(t *testing.T) {
+	q := qrec{URL: "http://h.test/a", From: "http://h.test/", Depth: 3, Hops: 1, Attempts: 2, Priority: 7, LastErr: "x", LastStatus: 503}
+	got, err := decodeQrec(q.encode())
+	if err != nil || got != q {
+		t.Fatalf("qrec %+v %v", got, err)
+	}
+	if _, err := decodeQrec([]byte{1, 200}); err == nil {
+		t.Fatal("truncated record decoded")
+	}
+	k := qKey(270, "h.test:8080", 3, 70000, 42)
+	h, seq, ok := parseQKey(k)
+	if !ok || h != "h.test:8080" || seq != 42 || k[0] != 'q' || k[1] != 1 || k[2] != 14 {
+		t.Fatalf("qkey %q %d %v %v", h, seq, ok, k[:3])
+	}
+	p, due, s, ok := parseRKey(rKey(5, 123456789, 9))
+	if !ok || p != 5 || due != 123456789 || s != 9 {
+		t.Fatal("rkey")
+	}
+}
+
+func TestBloomBytesPerURLAtDefaults(t *testing.T) {
+	f := openF(t, Config{DB: openDB(t, "")})
+	per := float64(f.Stats().BloomBytes) / float64(f.cfg.ExpectedURLs)
+	if per > 1.5 || per < 1 {
+		t.Fatalf("Bloom uses %.3f bytes per URL at 1%% FP, want <= 1.5", per)
+	}
+}
