@@ -1,0 +1,75 @@
+// Package archive keeps the raw pages: every fetched response and its request as WARC 1.1
+// records (ISO 28500:2017) in gzip files any WARC tool reads, and reads them back.
+//
+// Duties:
+//   - Write request, response and revisit records with WARC-Target-URI, WARC-Date,
+//     WARC-Record-ID, WARC-IP-Address, WARC-Block-Digest, WARC-Payload-Digest (sha1:BASE32, the
+//     form pywb/OpenWayback/CDX indexers expect), WARC-Concurrent-To and WARC-Warcinfo-ID.
+//   - One gzip member per record; a warcinfo record at the head of every file; files
+//     <prefix>-<yyyymmddhhmmss>-<seq5>-<node>.warc.gz rotated by size.
+//   - Return a Location (file, member offset, member length) for each response/revisit: the
+//     URL -> record index the crawl loop keeps in its seen set (Location.MarshalBinary). Index
+//     rebuilds that mapping from a file.
+//   - Read back by Location (ReadResponse) or sequentially (Scan), verifying digests.
+//   - Survive crashes, full disks and damaged files without losing complete records.
+//
+// Data flow:
+//
+//	fetch worker --WriteExchange--> build records (gowarc) + gzip into a private buffer (no lock)
+//	             --> lock: one write(2) of both members at the end of the current file --> Location
+//	background loop: fsync every SyncInterval if anything was written
+//
+// # Decisions where the design is silent
+//
+// gowarc. Records are built with gowarc v1.2.0's RecordBuilder (it validates header fields and
+// computes Content-Length and both digests) and serialized with its Marshaler. Its WarcFileWriter
+// is not used: it hides member offsets, names files its own way and rotates on its own, while we
+// need exact offsets for Location, our naming, repair on open and cut-back after a failed write.
+// So each record is marshalled into our own klauspost/compress gzip member. Reading back uses a
+// small parser of our own (strict about the grammar, verifies digests). gowarc's NewRecordBuilder
+// writes a package variable of google/uuid on every call (a data race); calls to it alone are
+// serialized (newBuilderMu). Record ids are random v4 urn:uuid drawn by this package.
+//
+// Record layout. Response first, then its request; each carries WARC-Concurrent-To naming the
+// other (both directions, as the spec allows, so either record finds its pair). A revisit
+// holds only the HTTP response header as its block (Content-Type application/http;
+// msgtype=response), WARC-Profile, WARC-Refers-To-Target-URI, WARC-Refers-To-Date, optional
+// WARC-Refers-To, and the referred WARC-Payload-Digest; WARC-Truncated is not set on revisits
+// (warcio does the same). WARC-Date has second precision (RFC 3339, UTC) for old readers.
+// Payload digests are over the body exactly as stored (possibly content-encoded); the response
+// header must describe that body (see Exchange.ResponseHeader).
+//
+// Concurrency. Compression happens outside the writer lock into a per-call pooled buffer; the
+// lock covers only the append (one WriteAt of request+response, so a pair never straddles a
+// rotation). Records name their file's warcinfo record, so a call that raced with a rotation
+// re-encodes under the lock (at most once per rotation).
+//
+// Durability (fsync policy). WriteExchange returns after write(2) of the records, so a crash
+// of the process loses nothing that was acknowledged: the page can be parsed after the return
+// and a crash during parsing costs a re-parse, not a re-fetch. fsync runs every SyncInterval
+// (default 1s) when something was written, at rotation, on Sync and on Close; a power loss can
+// lose at most the last SyncInterval of records, and Open cuts any torn tail it leaves.
+//
+// Rotation. A file is closed (fsync + close) by the write that makes it reach MaxFileSize; the
+// next write creates the next file. Files are created lazily, so no file holds only a warcinfo.
+// Sequence numbers continue from the highest found in Dir for the prefix.
+//
+// Repair on Open. The newest file of this prefix and node is scanned (gunzip + parse + digest
+// check, roughly a second per GiB). If it ends in a half-written member, garbage or zeros, it is
+// truncated back to the end of its last complete record (logged with offset and bytes cut) and
+// appended to. If the damage is followed by another valid record it is not a torn tail: the
+// file is left untouched (logged) and a new file is started. A file with no complete record is
+// removed. The writer never appends after garbage. Older files are not inspected (use Scan).
+//
+// Write errors. Every I/O error wraps ErrIO, or ErrDiskFull when it is ENOSPC/EDQUOT (the
+// original error stays in the chain). After a failed or short write the file is truncated back
+// to the end of the last complete record so later appends follow a good record; if the
+// truncate fails too, the file is abandoned (fsynced, closed, logged with the offset of its bad
+// tail) and the next write starts a new file. A failed file creation removes the new file. The
+// writer stays usable: once space is freed writes succeed again.
+//
+// Reading errors. Scan delivers every good record before damage, then returns an error naming
+// the file and offset, wrapping ErrTruncated (the data ends inside a gzip member) or ErrCorrupt
+// (not a gzip member, bad checksum, bad WARC grammar, or ErrDigest on a digest mismatch).
+// Only files with one record per member (what this package writes) are read.
+package archive
