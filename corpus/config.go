@@ -1,0 +1,277 @@
+package corpus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// Key families owned by this package in the shared Badger DB (the frontier owns q h s d r).
+const (
+	prefixJob   = 'x' // 'x' <seq:8 BE> -> Job (JSON): the durable backlog
+	prefixExact = 'c' // 'c' <sha256:32> -> "<url>\t<fetch time>" of the first page with that text
+	prefixNear  = 'n' // 'n' <table:1> <block:2 BE> <simhash:8 BE> -> "<url>\t<fetch time>"
+	prefixState = 'k' // 'k' <name> -> counters and stage state
+)
+
+// Sentinel errors.
+var (
+	// ErrBacklogFull is returned by Enqueue when the backlog would pass Config.MaxBacklog; the
+	// fetch side should slow down (or keep the jobs) and retry.
+	ErrBacklogFull = errors.New("corpus: extract backlog full")
+	// ErrInvalidConfig wraps every Validate failure.
+	ErrInvalidConfig = errors.New("corpus: invalid config")
+	// ErrClosed is returned after Shutdown.
+	ErrClosed = errors.New("corpus: stage closed")
+	// ErrNotStarted is returned by Drain before Start.
+	ErrNotStarted = errors.New("corpus: stage not started")
+)
+
+// Default values.
+const (
+	DefaultShardMaxBytes  = 256 << 20
+	DefaultMaxBacklog     = 1_000_000
+	DefaultMinTextLength  = 200
+	DefaultMaxLinkDensity = 0.5
+	DefaultCommitEvery    = 256
+	DefaultCommitInterval = time.Second
+	DefaultUserAgentToken = "crawlnode"
+	DefaultMaxBodyBytes   = 8 << 20
+)
+
+// Filters are the job's corpus filters. A page that fails one gets a record with Rejected set
+// to the reason and no text.
+type Filters struct {
+	// MinTextLength is the minimum length of the main text, in characters (runes).
+	// Default 200. Lower keeps short pages (stubs, listings) at the cost of noisier text.
+	MinTextLength int
+	// MaxLinkDensity is the largest share (0..1] of the page's visible characters that may sit
+	// inside <a> elements: navigation pages and link farms score high. Default 0.5.
+	MaxLinkDensity float64
+	// Languages are the ISO 639-1 codes kept (e.g. "en", "de"); empty keeps every language. With
+	// a list, a page whose language could not be told is rejected too.
+	Languages []string
+	// IncludeOptOut keeps the text of pages that opted out (noindex, noai, TDM reservation).
+	// Default false: such pages get a record with the signals and Rejected "opt_out", no text.
+	IncludeOptOut bool
+	// IncludeDuplicates writes the text of duplicate pages too. Default false: a duplicate gets
+	// a record with duplicate_of and duplicate_kind set but no text (its text is the original's,
+	// or within 3 bits of it), which keeps shards small; export filters duplicates either way.
+	IncludeDuplicates bool
+}
+
+// Config configures a Stage. Zero values take the defaults.
+type Config struct {
+	// DB is the node's Badger DB (required). The stage uses the key families 'x', 'c', 'n', 'k'.
+	DB *badger.DB
+	// OutDir is where shards are written (required): corpus-<node>-<seq6>.jsonl.zst, with a
+	// .partial suffix while open.
+	OutDir string
+	// NodeName names the shards (required; letters, digits, '-', '_', '.').
+	NodeName string
+	// Workers is the number of extraction goroutines. Default runtime.NumCPU(). Extraction is
+	// CPU bound, so more than the cores only adds memory.
+	Workers int
+	// MaxBacklog is the largest number of queued jobs; Enqueue returns ErrBacklogFull past it.
+	// Default 1,000,000 (a job is ~300 bytes in Badger).
+	MaxBacklog int
+	// ShardMaxBytes rotates a shard once it holds this many uncompressed bytes. Default 256 MiB.
+	ShardMaxBytes int64
+	// CommitEvery and CommitInterval bound the work redone after a crash: the open shard is
+	// flushed and fsynced, and the finished jobs deleted from the backlog, every CommitEvery
+	// records or CommitInterval, whichever comes first, and whenever the stage goes idle.
+	// Defaults 256 and 1s. Smaller costs more fsyncs.
+	CommitEvery    int
+	CommitInterval time.Duration
+	// MaxBodyBytes: bodies larger than this are rejected ("too_large") without parsing. Default
+	// 8 MiB; parse time and memory grow with the DOM.
+	MaxBodyBytes int
+	// UserAgentToken is the product token whose user-agent-specific robots directives apply to
+	// us ("crawlnode: noindex" in X-Robots-Tag, <meta name="crawlnode">). Default "crawlnode".
+	UserAgentToken string
+	// Fallback runs go-trafilatura's fallback extractors (readability, dom-distiller) when its own
+	// result looks poor. Default false: it roughly doubles the cost per page for a small gain in
+	// recall on odd layouts.
+	Fallback bool
+	// Load returns the page body for a job, e.g. read back from WARC (required). HTML that is
+	// valid UTF-8 is parsed as is; anything else is decoded by the Content-Type charset, a BOM
+	// or <meta charset>, as browsers do.
+	Load func(ctx context.Context, j Job) (body []byte, err error)
+	// Filters are the corpus filters of the job.
+	Filters Filters
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+	// Logger receives the stage's logs. Default: discarded.
+	Logger *slog.Logger
+}
+
+func (c *Config) setDefaults() {
+	if c.Workers <= 0 {
+		c.Workers = runtime.NumCPU()
+	}
+	if c.MaxBacklog <= 0 {
+		c.MaxBacklog = DefaultMaxBacklog
+	}
+	if c.ShardMaxBytes <= 0 {
+		c.ShardMaxBytes = DefaultShardMaxBytes
+	}
+	if c.CommitEvery <= 0 {
+		c.CommitEvery = DefaultCommitEvery
+	}
+	if c.CommitInterval <= 0 {
+		c.CommitInterval = DefaultCommitInterval
+	}
+	if c.MaxBodyBytes <= 0 {
+		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.UserAgentToken == "" {
+		c.UserAgentToken = DefaultUserAgentToken
+	}
+	c.Filters.setDefaults()
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+}
+
+func (f *Filters) setDefaults() {
+	if f.MinTextLength == 0 {
+		f.MinTextLength = DefaultMinTextLength
+	}
+	if f.MaxLinkDensity == 0 {
+		f.MaxLinkDensity = DefaultMaxLinkDensity
+	}
+	for i, l := range f.Languages {
+		f.Languages[i] = strings.ToLower(strings.TrimSpace(l))
+	}
+}
+
+// Validate reports the first invalid field, wrapped in ErrInvalidConfig.
+func (c *Config) Validate() error {
+	switch {
+	case c.DB == nil:
+		return fmt.Errorf("%w: DB is required", ErrInvalidConfig)
+	case c.OutDir == "":
+		return fmt.Errorf("%w: OutDir is required", ErrInvalidConfig)
+	case c.NodeName == "" || strings.ContainsFunc(c.NodeName, func(r rune) bool {
+		return !(r == '-' || r == '_' || r == '.' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z')
+	}):
+		return fmt.Errorf("%w: NodeName %q must be non-empty [A-Za-z0-9._-]", ErrInvalidConfig, c.NodeName)
+	case c.Load == nil:
+		return fmt.Errorf("%w: Load is required", ErrInvalidConfig)
+	case c.Filters.MinTextLength < 0:
+		return fmt.Errorf("%w: Filters.MinTextLength %d < 0", ErrInvalidConfig, c.Filters.MinTextLength)
+	case c.Filters.MaxLinkDensity < 0 || c.Filters.MaxLinkDensity > 1:
+		return fmt.Errorf("%w: Filters.MaxLinkDensity %v not in [0,1]", ErrInvalidConfig, c.Filters.MaxLinkDensity)
+	}
+	for _, l := range c.Filters.Languages {
+		if len(l) != 2 {
+			return fmt.Errorf("%w: Filters.Languages: %q is not an ISO 639-1 code", ErrInvalidConfig, l)
+		}
+	}
+	return nil
+}
+
+// Job is one fetched page waiting for extraction. The node fills it from the fetch result and
+// the WARC writer's position; the headers are those of the final response.
+type Job struct {
+	URL         string    `json:"url"`
+	FetchTime   time.Time `json:"fetch_time"`
+	Status      int       `json:"status"`
+	ContentType string    `json:"content_type"`
+	WARCFile    string    `json:"warc_file"`
+	WARCOffset  int64     `json:"warc_offset"`
+	// WARCLength is the length of the WARC record (its gzip member) holding the payload.
+	WARCLength int64 `json:"warc_length,omitempty"`
+	// XRobotsTag holds every X-Robots-Tag header value of the response.
+	XRobotsTag []string `json:"x_robots_tag,omitempty"`
+	// TDMReservation and TDMPolicy are the W3C TDMRep response headers tdm-reservation and tdm-policy.
+	TDMReservation string `json:"tdm_reservation,omitempty"`
+	TDMPolicy      string `json:"tdm_policy,omitempty"`
+	// HostTDMReserved: the host's /.well-known/tdmrep.json reserves TDM rights for this URL
+	// (looked up by the node).
+	HostTDMReserved bool `json:"host_tdm_reserved,omitempty"`
+}
+
+// Quality holds the page's quality signals.
+type Quality struct {
+	// TextLength is the main text's length in characters (runes).
+	TextLength int `json:"text_length"`
+	// Words is the number of words of the normalized main text.
+	Words int `json:"words"`
+	// VisibleChars counts the non-space characters of the page's visible text (body, without
+	// script, style, template, noscript).
+	VisibleChars int `json:"visible_chars"`
+	// LinkDensity is the share of VisibleChars inside <a> elements.
+	LinkDensity float64 `json:"link_density"`
+	// BoilerplateShare is 1 - (non-space main text chars / VisibleChars), clamped to [0,1]:
+	// the share of the visible page that extraction dropped (navigation, footers, sidebars...).
+	BoilerplateShare float64 `json:"boilerplate_share"`
+}
+
+// Rejection reasons (Record.Rejected).
+const (
+	RejectStatus        = "status"        // not a 2xx final status
+	RejectContentType   = "content_type"  // not HTML/XHTML
+	RejectLoad          = "load_failed"   // the body could not be read back
+	RejectTooLarge      = "too_large"     // body above MaxBodyBytes
+	RejectParse         = "parse_failed"  // not parseable as HTML
+	RejectOptOut        = "opt_out"       // noindex / noai / TDM reservation and !IncludeOptOut
+	RejectNoText        = "no_text"       // the extractor found no main text
+	RejectTooShort      = "too_short"     // main text < MinTextLength
+	RejectLinkDensity   = "link_density"  // link density > MaxLinkDensity
+	RejectLanguage      = "language"      // language not in Languages
+	RejectExtractFailed = "extract_error" // the extractor failed
+)
+
+// Opt-out signals (Record.OptOut).
+const (
+	OptOutNoIndex        = "noindex"         // meta robots or X-Robots-Tag noindex (or none)
+	OptOutNoAI           = "noai"            // meta robots or X-Robots-Tag noai
+	OptOutTDMReservation = "tdm-reservation" // TDMRep header, meta tag or /.well-known/tdmrep.json
+)
+
+// Duplicate kinds (Record.DuplicateKind).
+const (
+	DupExact = "exact"
+	DupNear  = "near"
+)
+
+// Record is one line of a corpus shard: one page.
+type Record struct {
+	URL         string    `json:"url"`
+	Status      int       `json:"status"`
+	FetchTime   time.Time `json:"fetch_time"`
+	ContentType string    `json:"content_type,omitempty"`
+	Language    string    `json:"language,omitempty"`
+	Title       string    `json:"title,omitempty"`
+	// Text is the main text; empty for rejected pages, and for duplicates unless IncludeDuplicates.
+	Text string `json:"text,omitempty"`
+	// ContentHash is the hex SHA-256 of NormalizeText(Text) (set whenever text was extracted).
+	ContentHash string `json:"content_hash,omitempty"`
+	// SimHash is the 64-bit SimHash as 16 hex digits (set whenever text was extracted).
+	SimHash       string    `json:"simhash,omitempty"`
+	DuplicateOf   string    `json:"duplicate_of,omitempty"`
+	DuplicateKind string    `json:"duplicate_kind,omitempty"`
+	DupDistance   int       `json:"duplicate_distance,omitempty"`
+	Quality       Quality   `json:"quality"`
+	Rejected      string    `json:"rejected,omitempty"`
+	RejectDetail  string    `json:"reject_detail,omitempty"`
+	OptOut        []string  `json:"opt_out,omitempty"`
+	TDMPolicy     string    `json:"tdm_policy,omitempty"`
+	WARCFile      string    `json:"warc_file,omitempty"`
+	WARCOffset    int64     `json:"warc_offset"`
+	ExtractedAt   time.Time `json:"extracted_at"`
+}
+
+// Kept reports whether the record is corpus text: not rejected and not a duplicate.
+func (r *Record) Kept() bool { return r.Rejected == "" && r.DuplicateOf == "" }
