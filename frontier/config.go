@@ -59,6 +59,17 @@ type Config struct {
 	// calendars, session-id-like segments, many or facet-style query parameters) a host may
 	// admit. Default 200; negative = unlimited.
 	GeneratedBudget int
+	// QueryVariantsFree is how many distinct queries one path of a host may admit before
+	// further ones count as generated (faceted navigation: /catalog/?color=..&size=..&page=N
+	// in endless combinations). Default 20; negative = no such rule. Counted in memory per
+	// host (at most 4096 paths a host; past that every new query URL counts as generated),
+	// so a restart grants each path its free variants again.
+	QueryVariantsFree int
+	// MaxSubdomains bounds the hosts admitted under an existing host (children of
+	// h.example.org: x.h.example.org), the defense against hosts that invent subdomains.
+	// Seeds (depth 0) are exempt. Default 100; negative = unlimited. Raise it for platforms
+	// that give every user a subdomain.
+	MaxSubdomains int
 
 	// MaxAttempts: the MaxAttempts-th transient failure parks the URL as a dead letter. Default 5.
 	MaxAttempts int
@@ -107,6 +118,8 @@ func (c *Config) setDefaults() {
 	def(&c.MaxRepeatedSegments, 3)
 	def(&c.MaxQueryParams, 12)
 	def(&c.GeneratedBudget, 200)
+	def(&c.QueryVariantsFree, 20)
+	def(&c.MaxSubdomains, 100)
 	def(&c.MaxAttempts, 5)
 	def(&c.Prefetch, 8)
 	def(&c.SeenCacheSize, 1<<16)

@@ -116,6 +116,10 @@ type host struct {
 	cursor, loadLow []byte
 	gen             uint64 // bumped on every change to the host's non-leased queue
 	idx             int    // index in the ready heap, -1 if absent
+	// paths counts admitted query variants per path (QueryVariantsFree), lazily made.
+	paths map[string]uint16
+	// children counts hosts admitted one label below this one (MaxSubdomains).
+	children int
 }
 
 func (h *host) rec() hostRec {
@@ -211,6 +215,12 @@ func Open(cfg Config) (*Frontier, error) {
 			h.delay, h.delaySet, h.next, h.admitted, h.generated = r.Delay, r.DelaySet, r.Next, r.Admitted, r.Generated
 		}
 		it.Close()
+		// subdomain counts (MaxSubdomains) follow from the host names
+		for name := range f.hosts {
+			if p := f.hosts[parentHost(name)]; p != nil {
+				p.children++
+			}
+		}
 		// queued keys
 		keysOnly.Prefix = []byte{famQueue}
 		it = txn.NewIterator(keysOnly)
@@ -563,7 +573,19 @@ func (f *Frontier) Add(cands []Candidate) (AddResult, error) {
 	accepted := items[:0]
 	touched := make(map[*host]struct{})
 	for _, it := range items {
+		if f.hosts[it.host] == nil && it.c.Depth > 0 && f.cfg.MaxSubdomains >= 0 {
+			if p := f.hosts[parentHost(it.host)]; p != nil {
+				if p.children >= f.cfg.MaxSubdomains {
+					res.Rejected[RejectSubdomainBudget]++
+					continue
+				}
+				p.children++
+			}
+		}
 		h := f.hostLocked(it.host)
+		if !it.gen && f.cfg.GeneratedBudget >= 0 && h.queryVariant(it.c.URL, f.cfg.QueryVariantsFree) {
+			it.gen = true
+		}
 		if f.cfg.MaxPagesPerHost >= 0 && h.admitted >= f.cfg.MaxPagesPerHost {
 			res.Rejected[RejectHostPageCap]++
 			continue

@@ -11,6 +11,7 @@ const (
 	RejectTooManyParams    = "too_many_query_params" // more than MaxQueryParams query items
 	RejectHostPageCap      = "host_page_cap"         // the host admitted MaxPagesPerHost URLs already
 	RejectGeneratedBudget  = "generated_budget"      // looks generated and the host's budget is spent
+	RejectSubdomainBudget  = "subdomain_budget"      // a new host under a host that has MaxSubdomains children
 )
 
 // hostOf derives the host key (host[:port], lower-case) of an absolute URL. Canonical URLs
@@ -137,12 +138,16 @@ var facetParams = map[string]bool{
 	"date": true, "day": true, "month": true, "year": true, "week": true,
 }
 
-// looksGenerated reports whether a URL looks machine-generated: a date in the path
+// looksGenerated reports whether a URL looks machine-generated: a path segment that occurs
+// twice (relative links that make paths ever deeper), a date in the path
 // (/2024/05/17/, /2024/05/), a calendar segment, a session-id-like segment (a long hex or
 // base64-like token mixing letters and digits), or a query with 5+ items or a facet,
 // sort or date parameter. Such URLs spend the host's GeneratedBudget.
 func looksGenerated(url string) bool {
 	path, query := splitURL(url)
+	if maxSegmentRepeats(path) > 1 {
+		return true // ever-deeper relative paths: /a/b/a/..., /more/next/more/...
+	}
 	segs := strings.Split(path, "/")
 	for i, s := range segs {
 		ls := strings.ToLower(s)
@@ -230,4 +235,44 @@ func isTokenLike(s string) bool {
 		return true
 	}
 	return len(s) >= 24 && digit && lower && upper
+}
+
+// parentHost is the host one label up ("x.h.example.org" -> "h.example.org"), or "" when
+// the host has fewer than three labels or is an IP literal. A port stays with the child.
+func parentHost(hostKey string) string {
+	h := hostKey
+	if i := strings.LastIndexByte(h, ':'); i >= 0 && !strings.Contains(h, "]") {
+		h = h[:i]
+	}
+	if strings.HasPrefix(h, "[") || strings.Count(h, ".") < 2 {
+		return ""
+	}
+	last := h[strings.LastIndexByte(h, '.')+1:]
+	if last != "" && last[0] >= '0' && last[0] <= '9' {
+		return "" // IPv4 literal
+	}
+	return h[strings.IndexByte(h, '.')+1:]
+}
+
+// maxTrackedPaths bounds the per-host path table of the query-variant rule.
+const maxTrackedPaths = 4096
+
+// queryVariant counts a URL with a query against its path's free variants and reports
+// whether it is past them (so it counts as generated). Called under f.mu.
+func (h *host) queryVariant(url string, free int) bool {
+	path, query := splitURL(url)
+	if query == "" || free < 0 {
+		return false
+	}
+	if h.paths == nil {
+		h.paths = make(map[string]uint16)
+	}
+	n, ok := h.paths[path]
+	if !ok && len(h.paths) >= maxTrackedPaths {
+		return true
+	}
+	if n < 65535 {
+		h.paths[path] = n + 1
+	}
+	return int(n) >= free
 }

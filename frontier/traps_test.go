@@ -107,3 +107,75 @@ func TestBloomBytesPerURLAtDefaults(t *testing.T) {
 		t.Fatalf("Bloom uses %.3f bytes per URL at 1%% FP, want <= 1.5", per)
 	}
 }
+
+func TestParentHost(t *testing.T) {
+	for in, want := range map[string]string{
+		"w1.h5.sim.test":       "h5.sim.test",
+		"h5.sim.test":          "sim.test",
+		"example.org":          "",
+		"localhost":            "",
+		"10.0.0.1":             "",
+		"10.0.0.1:8080":        "",
+		"[::1]:8080":           "",
+		"a.b.example.org:8080": "b.example.org",
+	} {
+		if got := parentHost(in); got != want {
+			t.Errorf("parentHost(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// Faceted navigation: a path's first QueryVariantsFree distinct queries are free, later
+// ones spend the generated budget, and other paths keep their own allowance.
+func TestQueryVariantsSpendGeneratedBudget(t *testing.T) {
+	f := openF(t, Config{DB: openDB(t, ""), DefaultDelaySet: true, QueryVariantsFree: 3, GeneratedBudget: 2})
+	added := 0
+	for i := 0; i < 10; i++ {
+		added += mustAdd(t, f, u("shop.test", "/catalog/?color=c"+string(rune('a'+i)))).Added
+	}
+	if added != 3+2 {
+		t.Fatalf("admitted %d facet variants, want 3 free + 2 budget", added)
+	}
+	// The budget is spent: another path's variants beyond its free ones are refused too,
+	// but its first ones and plain pages still pass.
+	for i := 0; i < 3; i++ {
+		if r := mustAdd(t, f, u("shop.test", "/other?p="+string(rune('a'+i)))); r.Added != 1 {
+			t.Fatalf("free variant %d of another path refused: %+v", i, r)
+		}
+	}
+	if r := mustAdd(t, f, u("shop.test", "/other?p=z")); r.Rejected[RejectGeneratedBudget] != 1 {
+		t.Fatalf("4th variant of /other: %+v", r)
+	}
+	if r := mustAdd(t, f, u("shop.test", "/plain")); r.Added != 1 {
+		t.Fatalf("plain page refused: %+v", r)
+	}
+}
+
+// Invented subdomains: at most MaxSubdomains new hosts below an existing host; seeds are
+// exempt, and hosts whose parent is not a known host are not limited.
+func TestSubdomainBudget(t *testing.T) {
+	f := openF(t, Config{DB: openDB(t, ""), DefaultDelaySet: true, MaxSubdomains: 3})
+	mustAdd(t, f, Candidate{URL: "http://h5.sim.test/"})
+	added := 0
+	for i := 0; i < 10; i++ {
+		c := Candidate{URL: "http://w" + string(rune('a'+i)) + ".h5.sim.test/", Depth: 1}
+		added += mustAdd(t, f, c).Added
+	}
+	if added != 3 {
+		t.Fatalf("admitted %d invented subdomains, want 3", added)
+	}
+	if r := mustAdd(t, f, Candidate{URL: "http://seed.h5.sim.test/"}); r.Added != 1 {
+		t.Fatalf("a seed under the parent was refused: %+v", r)
+	}
+	// Siblings of h5 (children of sim.test, which is not a host here) are unlimited.
+	for i := 0; i < 10; i++ {
+		c := Candidate{URL: "http://h" + string(rune('a'+i)) + ".sim.test/", Depth: 2}
+		if r := mustAdd(t, f, c); r.Added != 1 {
+			t.Fatalf("host %s refused: %+v", c.URL, r)
+		}
+	}
+	// Known hosts keep admitting pages.
+	if r := mustAdd(t, f, Candidate{URL: "http://wa.h5.sim.test/more", Depth: 2}); r.Added != 1 {
+		t.Fatalf("page of an admitted subdomain refused: %+v", r)
+	}
+}
