@@ -1,0 +1,266 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/crawlnode/crawlnode/fetch"
+	"github.com/crawlnode/crawlnode/node"
+	"github.com/crawlnode/crawlnode/urlnorm"
+)
+
+// listFlag collects a repeatable string flag.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
+
+// crawlFlags binds the crawl flags to a config. Shared by the crawl and demo commands.
+type crawlFlags struct {
+	fs          *flag.FlagSet
+	cfg         node.Config
+	seeds       listFlag
+	seedsFile   string
+	resolve     listFlag
+	logLevel    string
+	logFormat   string
+	robotsRetry time.Duration
+	quiet       bool
+}
+
+func newCrawlFlags(name string) *crawlFlags {
+	f := &crawlFlags{fs: flag.NewFlagSet(name, flag.ContinueOnError)}
+	fs := f.fs
+	fs.SetOutput(io.Discard)
+	c := &f.cfg
+	fs.StringVar(&c.DataDir, "data", "./crawl-data", "data directory (Badger, WARC, corpus); running again on it resumes the crawl")
+	fs.StringVar(&c.Name, "name", "", "node name (default: the one recorded in --data, else random)")
+	fs.Var(&f.seeds, "seed", "seed URL (repeatable)")
+	fs.StringVar(&f.seedsFile, "seeds", "", "file of seed URLs, one a line (# comments and blank lines ignored)")
+	fs.BoolVar(&c.ExitWhenDone, "exit-when-done", false, "exit 0 once the frontier is empty and nothing is in flight (or --max-pages is reached)")
+	fs.Int64Var(&c.MaxPages, "max-pages", 0, "stop after this many fetches (0 = no limit)")
+	fs.IntVar(&c.MaxDepth, "max-depth", 16, "maximum link hops from a seed")
+	fs.IntVar(&c.MaxPagesPerHost, "max-pages-per-host", 100000, "maximum URLs admitted per host")
+	fs.DurationVar(&c.Delay, "delay", time.Second, "delay between requests to a host when robots.txt gives no Crawl-delay (0 allowed)")
+	fs.IntVar(&c.PerHost, "per-host", 1, "requests in flight per host")
+	fs.IntVar(&c.Concurrency, "concurrency", 64, "fetches in flight on this node")
+	fs.StringVar(&c.UserAgent, "user-agent", node.DefaultUserAgent, "User-Agent header; its product token selects the robots.txt group")
+	fs.Var(&f.resolve, "resolve", "HOST=ADDR: connect to ADDR for HOST (exact name or *.suffix); repeatable")
+	fs.DurationVar(&c.FetchTimeout, "timeout", 30*time.Second, "timeout for one request, body included")
+	fs.IntVar(&c.MaxBodySize, "max-body", 10<<20, "bodies are cut at this many bytes (recorded as truncated)")
+	fs.DurationVar(&f.robotsRetry, "robots-retry", 10*time.Second, "first wait after a 5xx/unreachable robots.txt (doubles; host parked after 5 tries)")
+	fs.DurationVar(&c.RetryBase, "retry-base", 2*time.Second, "first backoff of a transiently failed URL (exponential with jitter; dead letter after 5 tries)")
+	fs.IntVar(&c.ExtractWorkers, "extract-workers", 0, "text extraction workers (default: number of CPUs)")
+	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fs.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
+	fs.BoolVar(&f.quiet, "quiet", false, "no progress output")
+	return f
+}
+
+// parse parses args and builds the config. Nothing is written.
+func (f *crawlFlags) parse(args []string) error {
+	if err := f.fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			f.printHelp()
+			return errHelp
+		}
+		return usageError{err.Error()}
+	}
+	if f.fs.NArg() > 0 {
+		return usageError{fmt.Sprintf("unexpected argument %q (seeds go after --seed)", f.fs.Arg(0))}
+	}
+	c := &f.cfg
+	c.DelaySet = true // the flag always carries a value (default 1s), so 0 means 0
+	// Flags carry explicit values: a 0 here is the user's, not "use the default".
+	for _, chk := range []struct {
+		bad  bool
+		flag string
+		want string
+	}{
+		{c.PerHost < 1, "per-host", ">= 1"},
+		{c.Concurrency < 1, "concurrency", ">= 1"},
+		{c.MaxDepth < 1, "max-depth", ">= 1"},
+		{c.MaxPages < 0, "max-pages", ">= 0"},
+		{c.MaxPagesPerHost < 1, "max-pages-per-host", ">= 1"},
+		{c.Delay < 0, "delay", ">= 0"},
+		{c.FetchTimeout <= 0, "timeout", "> 0"},
+		{c.MaxBodySize < 1024, "max-body", ">= 1024"},
+		{f.robotsRetry <= 0, "robots-retry", "> 0"},
+		{c.RetryBase <= 0, "retry-base", "> 0"},
+		{c.ExtractWorkers < 0, "extract-workers", ">= 0"},
+	} {
+		if chk.bad {
+			return usageError{fmt.Sprintf("--%s must be %s", chk.flag, chk.want)}
+		}
+	}
+	c.RobotsRetryBase = f.robotsRetry
+	for _, r := range f.resolve {
+		rule, err := fetch.ParseResolve(r)
+		if err != nil {
+			return usageError{fmt.Sprintf("--resolve %q: %v", r, err)}
+		}
+		c.Resolve = append(c.Resolve, rule)
+	}
+	seeds := append([]string(nil), f.seeds...)
+	if f.seedsFile != "" {
+		fromFile, err := readSeeds(f.seedsFile)
+		if err != nil {
+			return err
+		}
+		seeds = append(seeds, fromFile...)
+	}
+	for _, s := range seeds {
+		if _, err := urlnorm.Canonicalize(s); err != nil {
+			return usageError{fmt.Sprintf("bad seed URL %q: %v", s, err)}
+		}
+	}
+	c.Seeds = seeds
+	lvl, err := parseLevel(f.logLevel)
+	if err != nil {
+		return err
+	}
+	var h slog.Handler
+	switch f.logFormat {
+	case "text":
+		h = slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl})
+	case "json":
+		h = slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: lvl})
+	default:
+		return usageError{fmt.Sprintf("--log-format %q: want text or json", f.logFormat)}
+	}
+	c.Logger = slog.New(h)
+	return nil
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return l, usageError{fmt.Sprintf("--log-level %q: want debug, info, warn or error", s)}
+	}
+	return l, nil
+}
+
+func (f *crawlFlags) printHelp() {
+	fmt.Fprintf(os.Stdout, "Usage of crawlnode %s:\n", f.fs.Name())
+	f.fs.SetOutput(os.Stdout)
+	f.fs.PrintDefaults()
+	f.fs.SetOutput(io.Discard)
+}
+
+// readSeeds reads one URL a line; blank lines and # comments are skipped. A bad URL is an
+// error naming its line.
+func readSeeds(path string) ([]string, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("seeds file: %w", err)
+	}
+	defer fh.Close()
+	var out []string
+	sc := bufio.NewScanner(fh)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	line := 0
+	for sc.Scan() {
+		line++
+		s := strings.TrimSpace(sc.Text())
+		if s == "" || strings.HasPrefix(s, "#") {
+			continue
+		}
+		if _, err := urlnorm.Canonicalize(s); err != nil {
+			return nil, usageError{fmt.Sprintf("seeds file %s line %d: bad URL %q: %v", path, line, s, err)}
+		}
+		out = append(out, s)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("seeds file %s: %w", path, err)
+	}
+	return out, nil
+}
+
+func runCrawl(args []string) error {
+	f := newCrawlFlags("crawl")
+	if err := f.parse(args); err != nil {
+		return err
+	}
+	// Check the data directory before creating anything, so a wrong one writes nothing.
+	if _, err := node.CheckDataDir(f.cfg.DataDir, f.cfg.Name); err != nil {
+		return err
+	}
+	if len(f.cfg.Seeds) == 0 {
+		if _, err := os.Stat(f.cfg.DataDir); errors.Is(err, os.ErrNotExist) {
+			return usageError{"no seeds: give --seed URL or --seeds FILE (or --data of a crawl to resume)"}
+		}
+	}
+	return crawl(f.cfg, f.quiet)
+}
+
+// crawl runs a node until it is done or signalled.
+func crawl(cfg node.Config, quiet bool) error {
+	n, err := node.New(cfg)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	progCtx, stopProg := context.WithCancel(context.Background())
+	progDone := make(chan struct{})
+	go func() {
+		defer close(progDone)
+		if !quiet {
+			showProgress(progCtx, n, cfg.Logger)
+		}
+	}()
+	cfg.Logger.Info("crawl started", "node", n.Name(), "data", cfg.DataDir, "seeds", len(cfg.Seeds), "concurrency", cfg.Concurrency)
+	err = n.Run(ctx)
+	stopProg()
+	<-progDone
+	if err != nil {
+		return err
+	}
+	p := n.Progress()
+	cfg.Logger.Info("crawl stopped", "pages", p.Pages, "queued", p.Queued, "dead_letters", p.DeadLetters, "elapsed", p.Elapsed.Round(time.Millisecond))
+	return nil
+}
+
+// showProgress draws a live line on a terminal, else logs a line every 5 seconds.
+func showProgress(ctx context.Context, n *node.Node, log *slog.Logger) {
+	tty := isTerminal(os.Stderr)
+	every := 5 * time.Second
+	if tty {
+		every = time.Second
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			if tty {
+				fmt.Fprintln(os.Stderr)
+			}
+			return
+		case <-t.C:
+		}
+		p := n.Progress()
+		if tty {
+			fmt.Fprintf(os.Stderr, "\r\033[K%s pages %d  %.0f/s  queued %d  in flight %d  errors %d  hosts %d  extract backlog %d",
+				p.Elapsed.Round(time.Second), p.Pages, p.PagesPerSec, p.Queued, p.InFlight, p.Errors, p.Hosts, p.ExtractQueued)
+		} else {
+			log.Info("progress", "pages", p.Pages, "pages_per_s", fmt.Sprintf("%.1f", p.PagesPerSec), "queued", p.Queued,
+				"in_flight", p.InFlight, "errors", p.Errors, "hosts", p.Hosts, "dead_letters", p.DeadLetters, "extract_backlog", p.ExtractQueued)
+		}
+	}
+}
+
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

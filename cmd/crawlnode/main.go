@@ -1,0 +1,78 @@
+// Command crawlnode runs a Crawlnode node.
+//
+//	crawlnode [--data DIR] (--seed URL ... | --seeds FILE) [--exit-when-done] [flags]
+//	crawlnode demo [--out DIR]            crawl an in-process simulated web, offline
+//	crawlnode export --data DIR --format jsonl|warc|urls [--include-duplicates] --out PATH
+//	crawlnode deadletters --data DIR
+//
+// The binary is thin: it parses flags, builds a node.Config, handles signals and prints
+// progress. Everything else lives in package node.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+// run dispatches the subcommand and returns the process exit code.
+func run(args []string) int {
+	var err error
+	if len(args) > 0 {
+		switch args[0] {
+		case "demo":
+			err = runDemo(args[1:])
+		case "export":
+			err = runExport(args[1:])
+		case "deadletters":
+			err = runDeadLetters(args[1:])
+		case "help", "-h", "--help", "-help":
+			usage(os.Stdout)
+			return 0
+		default:
+			err = runCrawl(args)
+		}
+	} else {
+		err = runCrawl(args)
+	}
+	if err == nil {
+		return 0
+	}
+	if errors.Is(err, errHelp) {
+		return 0
+	}
+	fmt.Fprintln(os.Stderr, "crawlnode:", err)
+	return exitCode(err)
+}
+
+var errHelp = errors.New("help requested")
+
+// usageError marks errors in how the command was called (exit code 2).
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func exitCode(err error) int {
+	var ue usageError
+	if errors.As(err, &ue) {
+		return 2
+	}
+	return 1
+}
+
+func usage(w *os.File) {
+	fmt.Fprint(w, `crawlnode: a polite, durable web crawler node.
+
+Usage:
+  crawlnode [--data DIR] (--seed URL ... | --seeds FILE) [--exit-when-done] [flags]
+  crawlnode demo [--out DIR] [--hosts N]
+  crawlnode export --data DIR --format jsonl|warc|urls [--include-duplicates] --out PATH
+  crawlnode deadletters --data DIR
+
+Run "crawlnode --help" for the crawl flags, "crawlnode demo --help" and so on for the others.
+`)
+}

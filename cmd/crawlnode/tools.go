@@ -1,0 +1,82 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"github.com/crawlnode/crawlnode/frontier"
+	"github.com/crawlnode/crawlnode/node"
+)
+
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	fs.SetOutput(io.Discard)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintf(os.Stdout, "Usage of crawlnode %s:\n", fs.Name())
+			fs.SetOutput(os.Stdout)
+			fs.PrintDefaults()
+			return errHelp
+		}
+		return usageError{err.Error()}
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Sprintf("%s: unexpected argument %q", fs.Name(), fs.Arg(0))}
+	}
+	return nil
+}
+
+func runExport(args []string) error {
+	fs := flag.NewFlagSet("export", flag.ContinueOnError)
+	var o node.ExportOptions
+	var format string
+	fs.StringVar(&o.DataDir, "data", "./crawl-data", "data directory of the node (running or stopped)")
+	fs.StringVar(&format, "format", "jsonl", "jsonl (text corpus), warc (raw pages) or urls (fetch list)")
+	fs.BoolVar(&o.IncludeDuplicates, "include-duplicates", false, "jsonl: include pages marked duplicate_of")
+	fs.BoolVar(&o.IncludeRejected, "include-rejected", false, "jsonl: include pages a quality filter or opt-out signal left out")
+	fs.StringVar(&o.Out, "out", "", "output file (- for standard output); jsonl is zstd-compressed when it ends in .zst")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	o.Format = node.ExportFormat(format)
+	switch o.Format {
+	case node.ExportJSONL, node.ExportWARC, node.ExportURLs:
+	default:
+		return usageError{fmt.Sprintf("export: --format %q: want jsonl, warc or urls", format)}
+	}
+	if o.Out == "" {
+		return usageError{"export: --out PATH is required (- for standard output)"}
+	}
+	st, err := node.Export(o)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "exported %d records (%d skipped) to %s\n", st.Records, st.Skipped, o.Out)
+	return nil
+}
+
+func runDeadLetters(args []string) error {
+	fs := flag.NewFlagSet("deadletters", flag.ContinueOnError)
+	dataDir := fs.String("data", "./crawl-data", "data directory of a stopped node")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "URL\tATTEMPTS\tSTATUS\tLAST ERROR\tPARKED AT")
+	n := 0
+	err := node.ListDeadLetters(*dataDir, func(d frontier.DeadLetter) bool {
+		n++
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\n", d.URL, d.Attempts, d.Status, d.LastErr, d.At.UTC().Format(time.RFC3339))
+		return true
+	})
+	tw.Flush()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "%d dead letters\n", n)
+	return nil
+}

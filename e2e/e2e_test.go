@@ -1,0 +1,353 @@
+// Package e2e runs the real crawlnode binary against simweb and judges it by what the
+// server saw: coverage, duplicate fetches, robots and politeness violations, trap requests
+// and ignored Retry-After, as simweb's oracle reports them.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/crawlnode/crawlnode/simweb"
+)
+
+var crawlnodeBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "crawlnode-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	crawlnodeBin = filepath.Join(dir, "crawlnode")
+	// The binary under test is built without -race: the crawls here are tens of thousands
+	// of pages; the packages' own tests run with -race.
+	build := exec.Command("go", "build", "-o", crawlnodeBin, "../cmd/crawlnode")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build crawlnode: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// web starts a simulated web on loopback for the test.
+func web(t *testing.T, mutate func(*simweb.Config)) (*simweb.Web, string) {
+	t.Helper()
+	cfg := simweb.DefaultConfig()
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	w, err := simweb.New(cfg)
+	if err != nil {
+		t.Fatalf("simweb: %v", err)
+	}
+	addr, err := w.Start("127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("simweb start: %v", err)
+	}
+	t.Cleanup(func() { w.Close() })
+	return w, addr
+}
+
+// crawler is one run of the binary.
+type crawler struct {
+	cmd    *exec.Cmd
+	stderr bytes.Buffer
+	done   chan error
+}
+
+func startCrawler(t testing.TB, args ...string) *crawler {
+	t.Helper()
+	c := &crawler{cmd: exec.Command(crawlnodeBin, args...), done: make(chan error, 1)}
+	c.cmd.Stderr = &c.stderr
+	c.cmd.Stdout = &c.stderr
+	if err := c.cmd.Start(); err != nil {
+		t.Fatalf("start crawlnode: %v", err)
+	}
+	go func() { c.done <- c.cmd.Wait() }()
+	return c
+}
+
+// wait waits for the run to end within d and returns its exit code.
+func (c *crawler) wait(t testing.TB, d time.Duration) int {
+	t.Helper()
+	select {
+	case err := <-c.done:
+		if err == nil {
+			return 0
+		}
+		if ee, ok := err.(*exec.ExitError); ok {
+			return ee.ExitCode()
+		}
+		t.Fatalf("crawlnode: %v", err)
+	case <-time.After(d):
+		c.cmd.Process.Kill()
+		<-c.done
+		t.Fatalf("crawlnode did not finish within %s; output tail:\n%s", d, tail(c.stderr.String(), 3000))
+	}
+	return -1
+}
+
+func (c *crawler) maxRSSMiB() float64 {
+	if c.cmd.ProcessState == nil {
+		return 0
+	}
+	ru, ok := c.cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	if !ok {
+		return 0
+	}
+	return float64(ru.Maxrss) / 1024
+}
+
+func (c *crawler) cpuSeconds() float64 {
+	if c.cmd.ProcessState == nil {
+		return 0
+	}
+	return (c.cmd.ProcessState.UserTime() + c.cmd.ProcessState.SystemTime()).Seconds()
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[len(s)-n:]
+}
+
+// crawlArgs are the flags of a fast, still polite crawl of a simulated web on addr.
+func crawlArgs(data, addr string, w *simweb.Web, t *testing.T, extra ...string) []string {
+	seeds := filepath.Join(t.TempDir(), "seeds.txt")
+	if err := w.WriteSeeds(seeds); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{
+		"--data", data, "--seeds", seeds, "--resolve", "*.sim.test=" + addr,
+		"--delay", "0", "--concurrency", "64", "--exit-when-done",
+		"--robots-retry", "200ms", "--retry-base", "200ms", "--timeout", "10s",
+		"--max-depth", "100", "--log-format", "json", "--log-level", "warn",
+	}
+	return append(args, extra...)
+}
+
+func reportOptions(delay time.Duration) simweb.ReportOptions {
+	return simweb.ReportOptions{
+		UserAgent:    "crawlnode/0.1 (+https://github.com/crawlnode/crawlnode)",
+		DefaultDelay: delay,
+		PerHost:      1,
+	}
+}
+
+// checkClean fails the test on any violation simweb saw, and prints the figures.
+func checkClean(t *testing.T, rep simweb.Report, maxDuplicates int) {
+	t.Helper()
+	t.Logf("simweb: must-reach %d, reached %d (coverage %.4f), requests %d, duplicates %d, robots violations %d, before robots %d, politeness violations %d, retry-after ignored %d, trap requests %v",
+		rep.MustReach, rep.Reached, rep.Coverage, rep.Requests, rep.DuplicateFetches, rep.RobotsViolations, rep.BeforeRobots, rep.PolitenessViolations, rep.RetryAfterIgnored, rep.TrapRequests)
+	if rep.Coverage < 1 {
+		t.Errorf("coverage %.4f (%d of %d), missing e.g. %v", rep.Coverage, rep.Reached, rep.MustReach, first(rep.Missing, 10))
+	}
+	if rep.RobotsViolations != 0 || rep.BeforeRobots != 0 {
+		t.Errorf("robots violations %d, fetched before robots.txt %d: %v", rep.RobotsViolations, rep.BeforeRobots, first(rep.RobotsSamples, 10))
+	}
+	if rep.PolitenessViolations != 0 {
+		t.Errorf("politeness violations %d: %v", rep.PolitenessViolations, first(rep.PolitenessSamples, 10))
+	}
+	if rep.RetryAfterIgnored != 0 {
+		t.Errorf("Retry-After ignored %d times", rep.RetryAfterIgnored)
+	}
+	if rep.DuplicateFetches > maxDuplicates {
+		t.Errorf("duplicate fetches %d (allowed %d): %v", rep.DuplicateFetches, maxDuplicates, first(rep.Duplicates, 10))
+	}
+}
+
+func first(s []string, n int) []string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+// TestFullCrawl crawls the default simulated web (every pathology present on some hosts)
+// to completion and holds the crawler to the oracle: full coverage, no violation, no
+// duplicate fetch, trap requests within budget.
+func TestFullCrawl(t *testing.T) {
+	if testing.Short() {
+		t.Skip("full crawl")
+	}
+	w, addr := web(t, func(c *simweb.Config) { c.Hosts = 200; c.Seed = 1 })
+	data := filepath.Join(t.TempDir(), "data")
+	start := time.Now()
+	c := startCrawler(t, crawlArgs(data, addr, w, t)...)
+	if code := c.wait(t, 10*time.Minute); code != 0 {
+		t.Fatalf("crawlnode exited %d:\n%s", code, tail(c.stderr.String(), 3000))
+	}
+	elapsed := time.Since(start)
+	rep := w.Report(reportOptions(0))
+	if rep.MustReach < 20000 {
+		t.Errorf("the default web has only %d must-reach pages; the check needs at least 20,000", rep.MustReach)
+	}
+	checkClean(t, rep, 0)
+	const generatedBudget = 200 // frontier default, per host
+	for host, n := range rep.TrapRequestsByHost {
+		if n > generatedBudget+50 {
+			t.Errorf("host %s: %d requests inside trap spaces, budget %d", host, n, generatedBudget)
+		}
+	}
+	t.Logf("crawl: %d requests in %s = %.0f req/s; CPU %.1fs (%.2f s per 1,000 requests); peak RSS %.0f MiB",
+		rep.Requests, elapsed.Round(time.Millisecond), float64(rep.Requests)/elapsed.Seconds(), c.cpuSeconds(),
+		1000*c.cpuSeconds()/float64(rep.Requests), c.maxRSSMiB())
+	if c.maxRSSMiB() > 2048 {
+		t.Errorf("peak RSS %.0f MiB", c.maxRSSMiB())
+	}
+}
+
+// TestKill9Resume kills the crawler with SIGKILL at random moments, three times, restarts
+// it on the same data directory each time, and checks that the crawl still finishes with
+// full coverage and no more duplicate fetches than fetches that were in flight at the kills.
+func TestKill9Resume(t *testing.T) {
+	if testing.Short() {
+		t.Skip("full crawl")
+	}
+	w, addr := web(t, func(c *simweb.Config) { c.Hosts = 200; c.Seed = 2 })
+	data := filepath.Join(t.TempDir(), "data")
+	args := crawlArgs(data, addr, w, t, "--concurrency", "32")
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
+	inFlightAtKills := 0
+	for kill := 1; kill <= 3; kill++ {
+		c := startCrawler(t, args...)
+		after := time.Duration(2000+rng.IntN(4000)) * time.Millisecond
+		select {
+		case err := <-c.done:
+			t.Fatalf("run %d ended before the kill (after %s): %v\n%s", kill, after, err, tail(c.stderr.String(), 2000))
+		case <-time.After(after):
+		}
+		killedAt := time.Now()
+		c.cmd.Process.Signal(syscall.SIGKILL)
+		<-c.done
+		// Requests the server had open at the kill, or answered within the last moment
+		// (answered but not yet recorded by the crawler), are the ones a restart may repeat.
+		n := inFlightAt(w.Log(), killedAt, 32)
+		inFlightAtKills += n
+		t.Logf("kill %d after %s: %d requests in flight", kill, after, n)
+	}
+	c := startCrawler(t, args...)
+	if code := c.wait(t, 10*time.Minute); code != 0 {
+		t.Fatalf("final run exited %d:\n%s", code, tail(c.stderr.String(), 3000))
+	}
+	rep := w.Report(reportOptions(0))
+	checkClean(t, rep, inFlightAtKills)
+	t.Logf("duplicate fetches %d, in flight at the three kills %d", rep.DuplicateFetches, inFlightAtKills)
+}
+
+// inFlightAt counts requests the crawler could not have recorded when killed at t: those
+// still open at t, and those answered in the 500 ms before t. It never counts more than the
+// crawler's concurrency, which bounds what it can have in flight.
+func inFlightAt(log []simweb.RequestRecord, t time.Time, concurrency int) int {
+	n := 0
+	for _, r := range log {
+		if !r.Arrival.After(t) && r.Finish.After(t.Add(-500*time.Millisecond)) {
+			n++
+		}
+	}
+	return min(n, concurrency)
+}
+
+// TestSignalStopsCleanly sends SIGTERM mid-crawl: the node exits 0 within a few seconds, and
+// a second run on the same directory finishes the crawl with nothing lost.
+func TestSignalStopsCleanly(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crawl")
+	}
+	w, addr := web(t, func(c *simweb.Config) { c.Hosts = 40; c.Seed = 3 })
+	data := filepath.Join(t.TempDir(), "data")
+	args := crawlArgs(data, addr, w, t)
+	c := startCrawler(t, args...)
+	time.Sleep(2 * time.Second)
+	sent := time.Now()
+	c.cmd.Process.Signal(syscall.SIGTERM)
+	if code := c.wait(t, 15*time.Second); code != 0 {
+		t.Fatalf("exit %d after SIGTERM:\n%s", code, tail(c.stderr.String(), 2000))
+	}
+	if d := time.Since(sent); d > 5*time.Second {
+		t.Errorf("stopping took %s", d)
+	}
+	c = startCrawler(t, args...)
+	if code := c.wait(t, 5*time.Minute); code != 0 {
+		t.Fatalf("second run exited %d:\n%s", code, tail(c.stderr.String(), 2000))
+	}
+	checkClean(t, w.Report(reportOptions(0)), 0)
+}
+
+// TestBadInput: bad flags, an unreadable seeds file, a bad URL in it, and data directories
+// of another node or format each give a one-line error, a non-zero exit and write nothing.
+func TestBadInput(t *testing.T) {
+	dir := t.TempDir()
+	badSeeds := filepath.Join(dir, "bad-seeds.txt")
+	os.WriteFile(badSeeds, []byte("http://ok.sim.test/\nht!tp:/nope\n"), 0o644)
+	otherNode := filepath.Join(dir, "other")
+	os.MkdirAll(otherNode, 0o755)
+	os.WriteFile(filepath.Join(otherNode, "CRAWLNODE.json"), []byte(`{"format":1,"node":"n9"}`), 0o644)
+	newer := filepath.Join(dir, "newer")
+	os.MkdirAll(newer, 0o755)
+	os.WriteFile(filepath.Join(newer, "CRAWLNODE.json"), []byte(`{"format":99,"node":"n1"}`), 0o644)
+	notData := filepath.Join(dir, "notdata")
+	os.MkdirAll(notData, 0o755)
+	os.WriteFile(filepath.Join(notData, "something.txt"), []byte("x"), 0o644)
+
+	cases := []struct {
+		name string
+		args []string
+		want string
+		data string // must stay absent or unchanged
+	}{
+		{"unknown flag", []string{"--data", filepath.Join(dir, "d1"), "--bogus"}, "bogus", filepath.Join(dir, "d1")},
+		{"bad duration", []string{"--data", filepath.Join(dir, "d2"), "--seed", "http://a.sim.test/", "--delay", "soon"}, "delay", filepath.Join(dir, "d2")},
+		{"negative per-host", []string{"--data", filepath.Join(dir, "d3"), "--seed", "http://a.sim.test/", "--per-host", "0"}, "per-host", filepath.Join(dir, "d3")},
+		{"unreadable seeds", []string{"--data", filepath.Join(dir, "d4"), "--seeds", filepath.Join(dir, "missing.txt")}, "seeds file", filepath.Join(dir, "d4")},
+		{"bad url in seeds", []string{"--data", filepath.Join(dir, "d5"), "--seeds", badSeeds}, "line 2", filepath.Join(dir, "d5")},
+		{"bad seed flag", []string{"--data", filepath.Join(dir, "d6"), "--seed", "mailto:x@y"}, "bad seed", filepath.Join(dir, "d6")},
+		{"bad resolve", []string{"--data", filepath.Join(dir, "d7"), "--seed", "http://a.sim.test/", "--resolve", "nonsense"}, "resolve", filepath.Join(dir, "d7")},
+		{"other node", []string{"--data", otherNode, "--name", "n1", "--seed", "http://a.sim.test/"}, "another node", ""},
+		{"incompatible format", []string{"--data", newer, "--seed", "http://a.sim.test/"}, "incompatible", ""},
+		{"not a data dir", []string{"--data", notData, "--seed", "http://a.sim.test/"}, "not a crawlnode data directory", ""},
+		{"no seeds", []string{"--data", filepath.Join(dir, "d8")}, "no seeds", filepath.Join(dir, "d8")},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			out, err := exec.CommandContext(ctx, crawlnodeBin, tc.args...).CombinedOutput()
+			if err == nil {
+				t.Fatalf("exit 0, want an error; output: %s", out)
+			}
+			msg := strings.TrimSpace(string(out))
+			if strings.Count(msg, "\n") != 0 {
+				t.Errorf("want a one-line error, got:\n%s", msg)
+			}
+			if !strings.Contains(msg, tc.want) {
+				t.Errorf("error %q does not name %q", msg, tc.want)
+			}
+			if tc.data != "" {
+				if _, err := os.Stat(tc.data); err == nil {
+					t.Errorf("%s was created", tc.data)
+				}
+			}
+		})
+	}
+	// The refused directories are unchanged.
+	for _, d := range []string{otherNode, newer, notData} {
+		ents, _ := os.ReadDir(d)
+		if len(ents) != 1 {
+			t.Errorf("%s now holds %d entries", d, len(ents))
+		}
+	}
+}

@@ -1,0 +1,275 @@
+package node
+
+// The crawl loop: one worker per fetch slot.
+//
+//	frontier.Next (a ready host, politeness honoured)
+//	  -> robots.txt known for the host? no: fetch it in this slot, requeue the URL
+//	  -> disallowed? record Drop
+//	  -> fetch (fasthttp, limits)
+//	  -> WARC record written (response, or revisit for a payload seen before)
+//	  -> redirect target / links / sitemap URLs -> frontier.Add
+//	  -> HTML page -> extract stage backlog (durable)
+//	  -> frontier.Done (the URL leaves its queue only now)
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/base32"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/crawlnode/crawlnode/archive"
+	"github.com/crawlnode/crawlnode/corpus"
+	"github.com/crawlnode/crawlnode/extract"
+	"github.com/crawlnode/crawlnode/fetch"
+	"github.com/crawlnode/crawlnode/frontier"
+	"github.com/crawlnode/crawlnode/urlnorm"
+)
+
+// workerState is a worker's reusable scratch space, so the fetch path allocates little.
+type workerState struct {
+	page  extract.Page
+	cands []frontier.Candidate
+}
+
+func (n *Node) worker(leaseCtx, fetchCtx context.Context, stop func()) {
+	var ws workerState
+	for {
+		if n.cfg.MaxPages > 0 && n.stats.fetched.Load() >= n.cfg.MaxPages {
+			stop()
+			return
+		}
+		l, err := n.front.Next(leaseCtx)
+		if err != nil {
+			return
+		}
+		n.stats.busy.Add(1)
+		o := n.handle(fetchCtx, l, &ws)
+		if err := n.front.Done(l, o); err != nil {
+			n.log.Error("record outcome", "url", l.URL, "err", err)
+		}
+		n.stats.busy.Add(-1)
+	}
+}
+
+// handle does one lease's work and returns the outcome to record.
+func (n *Node) handle(ctx context.Context, l *frontier.Lease, ws *workerState) frontier.Outcome {
+	if ctx.Err() != nil {
+		return frontier.Outcome{Kind: frontier.Requeue}
+	}
+	if n.cfg.MaxPages > 0 && n.stats.fetched.Load() >= n.cfg.MaxPages {
+		return frontier.Outcome{Kind: frontier.Requeue}
+	}
+	scheme, hostKey, err := urlnorm.SplitHostKey(l.URL)
+	if err != nil {
+		return frontier.Outcome{Kind: frontier.Drop, Err: "bad url: " + err.Error()}
+	}
+	rules, o, ok := n.robotsFor(ctx, scheme, hostKey, l)
+	if !ok {
+		return o
+	}
+	if !rules.Allowed(n.cfg.UserAgent, l.URL) {
+		n.stats.robotsDeny.Add(1)
+		return frontier.Outcome{Kind: frontier.Drop, Err: "disallowed by robots.txt"}
+	}
+
+	resp, err := n.client.Do(ctx, fetch.Request{URL: l.URL})
+	if err != nil {
+		if ctx.Err() != nil {
+			// Aborted at shutdown: not an attempt of the server's doing.
+			return frontier.Outcome{Kind: frontier.Requeue}
+		}
+		n.stats.fetchErr.Add(1)
+		msg := string(fetch.Classify(err)) + ": " + err.Error()
+		if fetch.IsTransient(err) {
+			return frontier.Outcome{Kind: frontier.Retry, Err: msg}
+		}
+		n.stats.fetched.Add(1)
+		return frontier.Outcome{Kind: frontier.Fetched, Err: msg}
+	}
+	n.stats.bytes.Add(int64(len(resp.RawBody)))
+
+	switch {
+	case resp.Status == http.StatusTooManyRequests || resp.Status == http.StatusServiceUnavailable:
+		n.stats.server5xx.Add(1)
+		n.archive(resp, l.URL)
+		ra := resp.RetryAfter
+		if ra <= 0 {
+			ra = n.cfg.RetryBase
+		}
+		return frontier.Outcome{Kind: frontier.Retry, Status: resp.Status, Err: "http " + http.StatusText(resp.Status), RetryAfter: ra}
+	case resp.Status >= 500:
+		n.stats.server5xx.Add(1)
+		n.archive(resp, l.URL)
+		return frontier.Outcome{Kind: frontier.Retry, Status: resp.Status, Err: "http " + http.StatusText(resp.Status)}
+	}
+
+	// A final response: archive it before anything parses it.
+	loc, ok := n.archive(resp, l.URL)
+	if !ok {
+		// Without the raw record the page would be lost for the corpus: retry it.
+		return frontier.Outcome{Kind: frontier.Retry, Status: resp.Status, Err: "warc write failed"}
+	}
+	n.stats.fetched.Add(1)
+	meta, _ := loc.loc.MarshalBinary()
+	out := frontier.Outcome{Kind: frontier.Fetched, Status: resp.Status, Meta: meta}
+
+	switch {
+	case resp.Status >= 300 && resp.Status < 400:
+		n.stats.redirects.Add(1)
+		if resp.Location != "" && l.Hops < n.cfg.MaxRedirects {
+			if target, err := urlnorm.Canonicalize(resp.Location); err == nil {
+				n.enqueue([]frontier.Candidate{{URL: target, Host: urlnorm.HostKey(target), Depth: l.Depth, Hops: l.Hops + 1, From: l.URL, Priority: l.Priority}})
+			}
+		}
+		return out
+	case resp.Status >= 400:
+		n.stats.client4xx.Add(1)
+		return out
+	}
+	n.stats.ok2xx.Add(1)
+
+	switch resp.Kind {
+	case fetch.KindHTML:
+		n.processHTML(ctx, l, resp, loc, ws)
+	case fetch.KindSitemap:
+		n.processSitemap(l, resp, ws)
+	}
+	return out
+}
+
+// processHTML extracts links (fast path) and queues the page for the extract stage.
+func (n *Node) processHTML(ctx context.Context, l *frontier.Lease, resp *fetch.Response, loc warcLoc, ws *workerState) {
+	extract.Parse(resp.Body, &ws.page)
+	_, hdrNoFollow, _, _ := extract.HeaderSignals(resp.Header.Values("X-Robots-Tag"), resp.Header.Get("Tdm-Reservation"))
+	if !hdrNoFollow {
+		ws.cands = ws.cands[:0]
+		depth := l.Depth + 1
+		ws.page.Resolve(l.URL, func(canonical string, _ extract.Link) {
+			ws.cands = append(ws.cands, frontier.Candidate{URL: canonical, Host: urlnorm.HostKey(canonical), Depth: depth, From: l.URL, Priority: l.Priority})
+		})
+		n.enqueue(ws.cands)
+	}
+	job := corpus.Job{
+		URL:            l.URL,
+		FetchTime:      resp.Started,
+		Status:         resp.Status,
+		ContentType:    resp.ContentType,
+		WARCFile:       loc.payloadLoc.File,
+		WARCOffset:     loc.payloadLoc.Offset,
+		WARCLength:     loc.payloadLoc.Length,
+		XRobotsTag:     resp.Header.Values("X-Robots-Tag"),
+		TDMReservation: resp.Header.Get("Tdm-Reservation"),
+		TDMPolicy:      resp.Header.Get("Tdm-Policy"),
+	}
+	// Back-pressure: when the extract backlog is full, the fetch slot waits for room.
+	for {
+		err := n.stage.Enqueue(job)
+		if err == nil {
+			return
+		}
+		if !errors.Is(err, corpus.ErrBacklogFull) {
+			n.log.Error("queue page for extraction", "url", l.URL, "err", err)
+			return
+		}
+		select {
+		case <-ctx.Done():
+			n.log.Warn("extract backlog full at shutdown; page stays in WARC only", "url", l.URL)
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// processSitemap queues the URLs (or child sitemaps) a sitemap lists.
+func (n *Node) processSitemap(l *frontier.Lease, resp *fetch.Response, ws *workerState) {
+	ws.cands = ws.cands[:0]
+	_, err := extract.ParseSitemap(resp.Body, func(loc string, _ time.Time, _ string, _ float64) {
+		if c, err := urlnorm.Resolve(l.URL, loc); err == nil {
+			ws.cands = append(ws.cands, frontier.Candidate{URL: c, Host: urlnorm.HostKey(c), Depth: l.Depth + 1, From: l.URL, Priority: l.Priority})
+		}
+	})
+	if err != nil {
+		n.log.Debug("sitemap parse", "url", l.URL, "err", err)
+	}
+	n.enqueue(ws.cands)
+}
+
+// enqueue routes discovered URLs. On a single node every host is local.
+func (n *Node) enqueue(cands []frontier.Candidate) {
+	if len(cands) == 0 {
+		return
+	}
+	if _, err := n.front.Add(cands); err != nil {
+		n.log.Error("queue links", "n", len(cands), "err", err)
+	}
+}
+
+// warcLoc is where a response went: loc is the record written for this fetch (response or
+// revisit), payloadLoc the record that holds the payload (the original for a revisit).
+type warcLoc struct {
+	loc, payloadLoc archive.Location
+}
+
+// archive writes the exchange as WARC. A payload already archived under another URL is
+// written as a revisit record (identical-payload-digest) pointing at the original.
+func (n *Node) archive(resp *fetch.Response, url string) (warcLoc, bool) {
+	ex := archive.Exchange{
+		URL:            url,
+		Date:           resp.Started,
+		IP:             resp.RemoteIP,
+		Request:        resp.RawRequest,
+		ResponseHeader: resp.RawHeader,
+		ResponseBody:   resp.RawBody,
+	}
+	if resp.Truncated {
+		ex.Truncated = "length"
+	}
+	digest := payloadDigest(resp.RawBody)
+	if resp.Status == http.StatusOK && len(resp.RawBody) > 0 && !resp.Truncated {
+		if orig, ok := n.lookupPayload(digest); ok && orig.URL != url {
+			loc, err := n.warc.WriteRevisit(ex, archive.Revisit{
+				Profile:       archive.ProfileIdenticalPayloadDigest,
+				RefersToURI:   orig.URL,
+				RefersToDate:  orig.Date,
+				PayloadDigest: digest,
+			})
+			if err != nil {
+				n.log.Error("write WARC revisit", "url", url, "err", err)
+				return warcLoc{}, false
+			}
+			return warcLoc{loc: loc, payloadLoc: orig.Loc}, true
+		}
+	}
+	loc, _, err := n.warc.WriteExchange(ex)
+	if err != nil {
+		n.log.Error("write WARC", "url", url, "err", err)
+		return warcLoc{}, false
+	}
+	if resp.Status == http.StatusOK && len(resp.RawBody) > 0 && !resp.Truncated {
+		n.rememberPayload(digest, payloadRef{URL: url, Date: resp.Started, Loc: loc})
+	}
+	return warcLoc{loc: loc, payloadLoc: loc}, true
+}
+
+var b32 = base32.StdEncoding
+
+// payloadDigest is the WARC-Payload-Digest form: sha1 in base32.
+func payloadDigest(b []byte) string {
+	sum := sha1.Sum(b)
+	return "sha1:" + b32.EncodeToString(sum[:])
+}
+
+// loadPage is the extract stage's loader: the page's decoded body, read back from WARC.
+func (n *Node) loadPage(ctx context.Context, j corpus.Job) ([]byte, error) {
+	rec, err := archive.ReadResponse(n.dir.WARCDir(), archive.Location{File: j.WARCFile, Offset: j.WARCOffset, Length: j.WARCLength})
+	if err != nil {
+		return nil, err
+	}
+	var enc []string
+	if rec.HTTPHeader != nil {
+		enc = rec.HTTPHeader.Values("Content-Encoding")
+	}
+	return fetch.Decode(enc, rec.Payload, n.cfg.MaxBodySize)
+}

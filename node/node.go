@@ -1,0 +1,523 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/crawlnode/crawlnode/archive"
+	"github.com/crawlnode/crawlnode/corpus"
+	"github.com/crawlnode/crawlnode/fetch"
+	"github.com/crawlnode/crawlnode/frontier"
+	"github.com/crawlnode/crawlnode/ring"
+	"github.com/crawlnode/crawlnode/urlnorm"
+)
+
+// Config is one node's configuration. Zero values take the documented defaults.
+type Config struct {
+	// DataDir holds Badger, WARC files and corpus shards. Default "./crawl-data".
+	DataDir string
+	// Name is the node's stable name; default: the name recorded in DataDir, else random.
+	Name string
+	// Seeds are queued at start (absolute http(s) URLs; canonicalized here).
+	Seeds []string
+	// ExitWhenDone makes Run return once the frontier is empty and nothing is in flight
+	// (or MaxPages is reached) and the extract stage has drained.
+	ExitWhenDone bool
+	// MaxPages stops fetching after this many fetches were recorded (0 = no limit).
+	MaxPages int64
+	// MaxDepth bounds link hops from a seed. Default 16.
+	MaxDepth int
+	// MaxPagesPerHost bounds the URLs admitted per host. Default 100,000.
+	MaxPagesPerHost int
+	// Delay is the per-host delay between requests when robots.txt gives no Crawl-delay.
+	// Default 1s; DelaySet must be true for an explicit 0.
+	Delay    time.Duration
+	DelaySet bool
+	// PerHost is the number of requests in flight per host. Default 1.
+	PerHost int
+	// Concurrency is the number of fetches in flight on this node. Default 64.
+	Concurrency int
+	// UserAgent sent with every request; its product token selects the robots.txt group.
+	UserAgent string
+	// Resolve overrides where connections for matching hosts go.
+	Resolve []fetch.ResolveRule
+	// FetchTimeout bounds one request, body included. Default 30s.
+	FetchTimeout time.Duration
+	// MaxBodySize cuts bodies (recorded as truncated). Default 10 MiB.
+	MaxBodySize int
+	// MaxRedirects bounds redirect hops followed as new URLs. Default 5.
+	MaxRedirects int
+	// RobotsRetryBase is the first wait after a 5xx or unreachable robots.txt; it doubles
+	// each try and the host is parked after RobotsMaxTries. Default 10s and 5.
+	RobotsRetryBase time.Duration
+	RobotsMaxTries  int
+	// RetryBase is the first backoff of a transiently failed URL. Default 2s.
+	RetryBase time.Duration
+	// ExtractWorkers is the extract stage's worker count. Default: number of CPUs.
+	ExtractWorkers int
+	// Filters are the corpus quality filters.
+	Filters corpus.Filters
+	// WARCMaxFileSize rotates WARC files. Default 1 GiB.
+	WARCMaxFileSize int64
+	// Logger; default slog.Default().
+	Logger *slog.Logger
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+}
+
+func (c *Config) setDefaults() {
+	if c.DataDir == "" {
+		c.DataDir = "./crawl-data"
+	}
+	if c.MaxDepth == 0 {
+		c.MaxDepth = 16
+	}
+	if c.MaxPagesPerHost == 0 {
+		c.MaxPagesPerHost = 100_000
+	}
+	if !c.DelaySet && c.Delay == 0 {
+		c.Delay = time.Second
+	}
+	if c.PerHost == 0 {
+		c.PerHost = 1
+	}
+	if c.Concurrency == 0 {
+		c.Concurrency = 64
+	}
+	if c.UserAgent == "" {
+		c.UserAgent = DefaultUserAgent
+	}
+	if c.FetchTimeout == 0 {
+		c.FetchTimeout = 30 * time.Second
+	}
+	if c.MaxBodySize == 0 {
+		c.MaxBodySize = 10 << 20
+	}
+	if c.MaxRedirects == 0 {
+		c.MaxRedirects = 5
+	}
+	if c.RobotsRetryBase == 0 {
+		c.RobotsRetryBase = 10 * time.Second
+	}
+	if c.RobotsMaxTries == 0 {
+		c.RobotsMaxTries = 5
+	}
+	if c.RetryBase == 0 {
+		c.RetryBase = 2 * time.Second
+	}
+	if c.ExtractWorkers == 0 {
+		c.ExtractWorkers = runtime.NumCPU()
+	}
+	if c.WARCMaxFileSize == 0 {
+		c.WARCMaxFileSize = 1 << 30
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+}
+
+// DefaultUserAgent is sent when no user agent is configured. Its product token,
+// "crawlnode", is what robots.txt groups match.
+const DefaultUserAgent = "crawlnode/0.1 (+https://github.com/crawlnode/crawlnode)"
+
+// Validate checks the configuration without touching the disk or the network.
+func (c *Config) Validate() error {
+	switch {
+	case c.MaxDepth < 0:
+		return fmt.Errorf("%w: max-depth must be >= 0", ErrBadConfig)
+	case c.MaxPages < 0:
+		return fmt.Errorf("%w: max-pages must be >= 0", ErrBadConfig)
+	case c.MaxPagesPerHost < 0:
+		return fmt.Errorf("%w: max-pages-per-host must be >= 0", ErrBadConfig)
+	case c.Delay < 0:
+		return fmt.Errorf("%w: delay must be >= 0", ErrBadConfig)
+	case c.PerHost < 1:
+		return fmt.Errorf("%w: per-host must be >= 1", ErrBadConfig)
+	case c.Concurrency < 1:
+		return fmt.Errorf("%w: concurrency must be >= 1", ErrBadConfig)
+	case c.MaxBodySize < 1024:
+		return fmt.Errorf("%w: max body size must be >= 1 KiB", ErrBadConfig)
+	}
+	for _, s := range c.Seeds {
+		if _, err := urlnorm.Canonicalize(s); err != nil {
+			return fmt.Errorf("%w: seed %q: %v", ErrBadConfig, s, err)
+		}
+	}
+	return nil
+}
+
+// ErrBadConfig marks configuration errors.
+var ErrBadConfig = errors.New("bad configuration")
+
+// Node is one crawler node: frontier, fetcher, WARC writer and extract stage wired into a
+// crawl loop. Build with New, run with Run, which returns when the crawl is done (with
+// ExitWhenDone) or its context is cancelled.
+type Node struct {
+	cfg    Config
+	log    *slog.Logger
+	dir    *DataDir
+	db     *badger.DB
+	front  *frontier.Frontier
+	client *fetch.Client
+	warc   *archive.Writer
+	stage  *corpus.Stage
+	robots *robotsCache
+
+	started time.Time
+	stats   counters
+	rate    rateMeter
+
+	shutdownOnce sync.Once
+}
+
+// New opens the data directory and every store; nothing is fetched until Run.
+func New(cfg Config) (*Node, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	dir, err := OpenDataDir(cfg.DataDir, cfg.Name)
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{cfg: cfg, dir: dir, log: cfg.Logger.With("component", "node", "node", dir.Node)}
+	ok := false
+	defer func() {
+		if !ok {
+			n.closeStores()
+		}
+	}()
+	n.db, err = openBadger(dir.BadgerDir())
+	if err != nil {
+		return nil, err
+	}
+	delay := cfg.Delay
+	n.front, err = frontier.Open(frontier.Config{
+		DB:              n.db,
+		Now:             cfg.Now,
+		PartitionOf:     ring.PartitionOf,
+		PerHost:         cfg.PerHost,
+		DefaultDelay:    delay,
+		DefaultDelaySet: true,
+		MaxDepth:        cfg.MaxDepth,
+		MaxPagesPerHost: cfg.MaxPagesPerHost,
+		BackoffBase:     cfg.RetryBase,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open frontier: %w", err)
+	}
+	n.client, err = fetch.New(fetch.Config{
+		UserAgent:   cfg.UserAgent,
+		Timeout:     cfg.FetchTimeout,
+		MaxBodySize: cfg.MaxBodySize,
+		Resolve:     cfg.Resolve,
+		Now:         cfg.Now,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("fetch client: %w", err)
+	}
+	n.warc, err = archive.Open(archive.Config{
+		Dir:         dir.WARCDir(),
+		NodeName:    dir.Node,
+		MaxFileSize: cfg.WARCMaxFileSize,
+		Software:    "crawlnode/0.1",
+		Now:         cfg.Now,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open WARC writer: %w", err)
+	}
+	n.stage, err = corpus.New(corpus.Config{
+		DB:       n.db,
+		OutDir:   dir.CorpusDir(),
+		NodeName: dir.Node,
+		Workers:  cfg.ExtractWorkers,
+		Load:     n.loadPage,
+		Filters:  cfg.Filters,
+		Now:      cfg.Now,
+		Logger:   cfg.Logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open extract stage: %w", err)
+	}
+	n.robots = newRobotsCache(100_000)
+	ok = true
+	return n, nil
+}
+
+// Name is the node's stable name.
+func (n *Node) Name() string { return n.dir.Node }
+
+// DataDir is the node's data directory.
+func (n *Node) DataDir() *DataDir { return n.dir }
+
+func openBadger(path string) (*badger.DB, error) {
+	opts := badger.DefaultOptions(path).
+		WithLogger(nil).
+		WithNumVersionsToKeep(1).
+		WithCompactL0OnClose(false).
+		WithMemTableSize(32 << 20).
+		WithBlockCacheSize(64 << 20).
+		WithIndexCacheSize(32 << 20).
+		WithValueLogFileSize(256 << 20)
+	db, err := badger.Open(opts)
+	if err != nil {
+		return nil, fmt.Errorf("open badger at %s: %w", path, err)
+	}
+	return db, nil
+}
+
+// Run crawls until ctx is cancelled or, with ExitWhenDone, until the crawl is done. On
+// cancellation it stops taking new URLs, lets fetches in flight finish for a short grace
+// and records them, so nothing is lost. Run closes the node's stores before it returns.
+func (n *Node) Run(ctx context.Context) error {
+	defer n.closeStores()
+	n.started = n.cfg.Now()
+	if err := n.addSeeds(n.cfg.Seeds); err != nil {
+		return err
+	}
+	stageCtx, stopStage := context.WithCancel(context.Background())
+	defer stopStage()
+	if err := n.stage.Start(stageCtx); err != nil {
+		return fmt.Errorf("start extract stage: %w", err)
+	}
+
+	// leaseCtx stops new leases; fetchCtx aborts fetches still running after the grace.
+	leaseCtx, stopLeasing := context.WithCancel(ctx)
+	defer stopLeasing()
+	fetchCtx, abortFetches := context.WithCancel(context.Background())
+	defer abortFetches()
+
+	var wg sync.WaitGroup
+	for i := 0; i < n.cfg.Concurrency; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n.worker(leaseCtx, fetchCtx, stopLeasing)
+		}()
+	}
+	var bg sync.WaitGroup
+	bg.Add(1)
+	go func() { defer bg.Done(); n.maintain(leaseCtx) }()
+
+	done := make(chan struct{})
+	if n.cfg.ExitWhenDone {
+		bg.Add(1)
+		go func() {
+			defer bg.Done()
+			if n.waitDone(leaseCtx) {
+				close(done)
+				stopLeasing()
+			}
+		}()
+	}
+
+	<-leaseCtx.Done()
+	graceful := false
+	select {
+	case <-done:
+		graceful = true
+	default:
+		graceful = n.cfg.MaxPages > 0 && n.stats.fetched.Load() >= n.cfg.MaxPages
+	}
+	// Let fetches in flight finish (they are recorded); abort what is still running after
+	// the grace: an aborted fetch is requeued, not lost.
+	waited := make(chan struct{})
+	go func() { wg.Wait(); close(waited) }()
+	select {
+	case <-waited:
+	case <-time.After(3 * time.Second):
+		abortFetches()
+		<-waited
+	}
+	bg.Wait()
+
+	if graceful && n.cfg.ExitWhenDone {
+		// A batch crawl's output is complete only when the extract stage caught up.
+		if err := n.stage.Drain(ctx); err != nil && ctx.Err() == nil {
+			return fmt.Errorf("drain extract stage: %w", err)
+		}
+	}
+	shCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := n.stage.Shutdown(shCtx); err != nil {
+		n.log.Warn("extract stage shutdown", "err", err)
+	}
+	return nil
+}
+
+// waitDone reports true once the crawl is done: the frontier idle (nothing queued, in
+// flight or waiting for a retry) in two consecutive checks, or MaxPages recorded.
+func (n *Node) waitDone(ctx context.Context) bool {
+	t := time.NewTicker(200 * time.Millisecond)
+	defer t.Stop()
+	idleRounds := 0
+	for {
+		select {
+		case <-ctx.Done():
+			return n.cfg.MaxPages > 0 && n.stats.fetched.Load() >= n.cfg.MaxPages
+		case <-t.C:
+		}
+		if n.front.Idle() && n.stats.busy.Load() == 0 {
+			idleRounds++
+		} else {
+			idleRounds = 0
+		}
+		if idleRounds >= 2 {
+			return true
+		}
+	}
+}
+
+// maintain runs periodic housekeeping: Badger value-log GC and the crawl-rate meter.
+func (n *Node) maintain(ctx context.Context) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	gc := time.NewTicker(5 * time.Minute)
+	defer gc.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			n.rate.observe(n.cfg.Now(), n.stats.fetched.Load())
+		case <-gc.C:
+			for n.db.RunValueLogGC(0.5) == nil {
+			}
+		}
+	}
+}
+
+func (n *Node) closeStores() {
+	n.shutdownOnce.Do(func() {
+		if n.client != nil {
+			n.client.Close()
+		}
+		if n.warc != nil {
+			if err := n.warc.Close(); err != nil {
+				n.log.Error("close WARC writer", "err", err)
+			}
+		}
+		if n.front != nil {
+			if err := n.front.Close(); err != nil {
+				n.log.Error("close frontier", "err", err)
+			}
+		}
+		if n.db != nil {
+			if err := n.db.Close(); err != nil {
+				n.log.Error("close badger", "err", err)
+			}
+		}
+		if n.dir != nil {
+			n.dir.Close()
+		}
+	})
+}
+
+// addSeeds canonicalizes and queues seeds at depth 0 with the highest priority.
+func (n *Node) addSeeds(seeds []string) error {
+	if len(seeds) == 0 {
+		return nil
+	}
+	cands := make([]frontier.Candidate, 0, len(seeds))
+	for _, s := range seeds {
+		c, err := urlnorm.Canonicalize(s)
+		if err != nil {
+			return fmt.Errorf("%w: seed %q: %v", ErrBadConfig, s, err)
+		}
+		cands = append(cands, frontier.Candidate{URL: c, Host: urlnorm.HostKey(c)})
+	}
+	res, err := n.front.Add(cands)
+	if err != nil {
+		return fmt.Errorf("queue seeds: %w", err)
+	}
+	n.log.Info("seeds queued", "given", len(seeds), "new", res.Added, "already_seen", res.AlreadySeen)
+	return nil
+}
+
+// counters are the node's own figures for progress output and status.
+type counters struct {
+	fetched    atomic.Int64 // fetches recorded (any final outcome with a response)
+	ok2xx      atomic.Int64
+	redirects  atomic.Int64
+	client4xx  atomic.Int64
+	server5xx  atomic.Int64
+	fetchErr   atomic.Int64 // transport errors
+	robotsDeny atomic.Int64
+	robotsReq  atomic.Int64
+	busy       atomic.Int64 // workers between Next and Done
+	bytes      atomic.Int64
+}
+
+// Progress is a snapshot for progress output.
+type Progress struct {
+	Elapsed       time.Duration
+	Pages         int64
+	PagesPerSec   float64
+	Queued        int64
+	InFlight      int64
+	Errors        int64
+	Hosts         int64
+	DeadLetters   int64
+	ExtractQueued int64
+}
+
+// Progress returns the node's current figures.
+func (n *Node) Progress() Progress {
+	fs := n.front.Stats()
+	return Progress{
+		Elapsed:       n.cfg.Now().Sub(n.started),
+		Pages:         n.stats.fetched.Load(),
+		PagesPerSec:   n.rate.perSecond(),
+		Queued:        int64(fs.Queued),
+		InFlight:      int64(fs.InFlight),
+		Errors:        n.stats.fetchErr.Load() + n.stats.server5xx.Load(),
+		Hosts:         int64(fs.Hosts),
+		DeadLetters:   int64(fs.DeadLetters),
+		ExtractQueued: int64(n.stage.Backlog()),
+	}
+}
+
+// rateMeter keeps one sample a second for the last minute.
+type rateMeter struct {
+	mu      sync.Mutex
+	samples []rateSample
+}
+
+type rateSample struct {
+	at time.Time
+	n  int64
+}
+
+func (r *rateMeter) observe(at time.Time, n int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.samples = append(r.samples, rateSample{at, n})
+	if len(r.samples) > 61 {
+		r.samples = r.samples[len(r.samples)-61:]
+	}
+}
+
+func (r *rateMeter) perSecond() float64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.samples) < 2 {
+		return 0
+	}
+	a, b := r.samples[0], r.samples[len(r.samples)-1]
+	d := b.at.Sub(a.at).Seconds()
+	if d <= 0 {
+		return 0
+	}
+	return float64(b.n-a.n) / d
+}

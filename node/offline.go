@@ -1,0 +1,207 @@
+package node
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/crawlnode/crawlnode/archive"
+	"github.com/crawlnode/crawlnode/corpus"
+	"github.com/crawlnode/crawlnode/frontier"
+	"github.com/crawlnode/crawlnode/ring"
+)
+
+// ListDeadLetters calls fn for every dead letter of a stopped node's data directory.
+func ListDeadLetters(dataDir string, fn func(frontier.DeadLetter) bool) error {
+	m, err := CheckDataDir(dataDir, "")
+	if err != nil {
+		return err
+	}
+	if m == nil {
+		return fmt.Errorf("%s: %w", dataDir, ErrDataDirNotFound)
+	}
+	dir, err := OpenDataDir(dataDir, "")
+	if err != nil {
+		return err
+	}
+	defer dir.Close()
+	db, err := openBadger(dir.BadgerDir())
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	f, err := frontier.Open(frontier.Config{DB: db, PartitionOf: ring.PartitionOf})
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.DeadLetters(fn)
+}
+
+// ExportFormat is what `crawlnode export` writes.
+type ExportFormat string
+
+const (
+	ExportJSONL ExportFormat = "jsonl" // the text corpus, one JSON record a line (zstd when out ends in .zst)
+	ExportWARC  ExportFormat = "warc"  // every WARC file, concatenated (gzip members stay valid)
+	ExportURLs  ExportFormat = "urls"  // url, status, date, WARC file and offset, tab-separated
+)
+
+// ExportOptions say what to export.
+type ExportOptions struct {
+	DataDir           string
+	Format            ExportFormat
+	Out               string // "-" for standard output
+	IncludeDuplicates bool   // jsonl: keep records marked duplicate_of
+	IncludeRejected   bool   // jsonl: keep records a quality filter or opt-out rejected
+}
+
+// ExportStats counts what an export wrote.
+type ExportStats struct {
+	Records int
+	Skipped int
+}
+
+// Export writes a node's outputs. It reads only files (WARC and corpus shards), never
+// Badger, so it works while the node runs: the file being written is read up to its last
+// complete record.
+func Export(o ExportOptions) (ExportStats, error) {
+	var st ExportStats
+	m, err := CheckDataDir(o.DataDir, "")
+	if err != nil {
+		return st, err
+	}
+	if m == nil {
+		return st, fmt.Errorf("%s: %w", o.DataDir, ErrDataDirNotFound)
+	}
+	dir := &DataDir{Path: o.DataDir}
+	var w io.Writer
+	var closeOut func() error
+	if o.Out == "-" {
+		w, closeOut = os.Stdout, func() error { return nil }
+	} else {
+		fh, err := os.Create(o.Out)
+		if err != nil {
+			return st, fmt.Errorf("export: %w", err)
+		}
+		w, closeOut = fh, fh.Close
+	}
+	bw := bufio.NewWriterSize(w, 1<<20)
+	switch o.Format {
+	case ExportJSONL:
+		err = exportJSONL(dir, o, bw, &st)
+	case ExportWARC:
+		err = exportWARC(dir, bw, &st)
+	case ExportURLs:
+		err = exportURLs(dir, bw, &st)
+	default:
+		err = fmt.Errorf("%w: export format %q: want jsonl, warc or urls", ErrBadConfig, o.Format)
+	}
+	if ferr := bw.Flush(); err == nil {
+		err = ferr
+	}
+	if cerr := closeOut(); err == nil {
+		err = cerr
+	}
+	return st, err
+}
+
+func exportJSONL(dir *DataDir, o ExportOptions, w io.Writer, st *ExportStats) error {
+	var enc io.WriteCloser
+	if strings.HasSuffix(o.Out, ".zst") {
+		zw, err := zstd.NewWriter(w)
+		if err != nil {
+			return err
+		}
+		enc, w = zw, zw
+	}
+	bw := bufio.NewWriter(w)
+	err := corpus.ReadShards(dir.CorpusDir(), func(r corpus.Record) error {
+		if (r.DuplicateOf != "" && !o.IncludeDuplicates) || (r.Rejected != "" && !o.IncludeRejected) {
+			st.Skipped++
+			return nil
+		}
+		b, err := json.Marshal(r)
+		if err != nil {
+			return err
+		}
+		st.Records++
+		bw.Write(b)
+		return bw.WriteByte('\n')
+	})
+	if ferr := bw.Flush(); err == nil {
+		err = ferr
+	}
+	if enc != nil {
+		if cerr := enc.Close(); err == nil {
+			err = cerr
+		}
+	}
+	return err
+}
+
+func warcFiles(dir *DataDir) ([]string, error) {
+	files, err := filepath.Glob(filepath.Join(dir.WARCDir(), "*.warc.gz"))
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(files)
+	return files, nil
+}
+
+// exportWARC concatenates every WARC file's complete records.
+func exportWARC(dir *DataDir, w io.Writer, st *ExportStats) error {
+	files, err := warcFiles(dir)
+	if err != nil {
+		return err
+	}
+	for _, path := range files {
+		end, n, err := archive.CompleteLength(path)
+		if err != nil {
+			return err
+		}
+		fh, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		_, err = io.Copy(w, io.LimitReader(fh, end))
+		fh.Close()
+		if err != nil {
+			return fmt.Errorf("export %s: %w", path, err)
+		}
+		st.Records += n
+	}
+	return nil
+}
+
+// exportURLs lists every archived fetch.
+func exportURLs(dir *DataDir, w io.Writer, st *ExportStats) error {
+	files, err := warcFiles(dir)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "url\tstatus\tdate\trecord\twarc_file\toffset")
+	for _, path := range files {
+		base := filepath.Base(path)
+		err := archive.Scan(path, func(off int64, r *archive.Record) error {
+			if r.Type != "response" && r.Type != "revisit" {
+				return nil
+			}
+			st.Records++
+			_, err := fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%s\t%d\n", r.TargetURI, r.HTTPStatus, r.Date.UTC().Format("2006-01-02T15:04:05Z"), r.Type, base, off)
+			return err
+		})
+		if err != nil && !errors.Is(err, archive.ErrTruncated) && !errors.Is(err, archive.ErrCorrupt) {
+			return err
+		}
+	}
+	return nil
+}

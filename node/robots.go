@@ -1,0 +1,203 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/crawlnode/crawlnode/archive"
+	"github.com/crawlnode/crawlnode/fetch"
+	"github.com/crawlnode/crawlnode/frontier"
+	"github.com/crawlnode/crawlnode/urlnorm"
+)
+
+// hostMeta is what the node keeps per host in the frontier's host state: the robots.txt of
+// each scheme (parsed form, so a restart does not fetch it again) and the count of failed
+// robots.txt fetches in a row.
+type hostMeta struct {
+	Robots         map[string][]byte `json:"robots,omitempty"`
+	RobotsFailures int               `json:"robots_failures,omitempty"`
+}
+
+// robotsCache holds parsed robots.txt per scheme://host in memory, bounded; misses fall
+// back to the copy persisted in the host state.
+type robotsCache struct {
+	mu  sync.Mutex
+	max int
+	m   map[string]*fetch.Robots
+}
+
+func newRobotsCache(max int) *robotsCache {
+	return &robotsCache{max: max, m: make(map[string]*fetch.Robots)}
+}
+
+func (c *robotsCache) get(key string) *fetch.Robots {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m[key]
+}
+
+func (c *robotsCache) put(key string, r *fetch.Robots) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.m) >= c.max {
+		// Evict an arbitrary tenth; evicted entries reload from host state.
+		n := c.max / 10
+		for k := range c.m {
+			delete(c.m, k)
+			if n--; n <= 0 {
+				break
+			}
+		}
+	}
+	c.m[key] = r
+}
+
+// robotsFor returns the host's robots rules. When they are unknown or expired it fetches
+// robots.txt in this lease's slot (a request to the host like any other) and returns
+// ok=false with the outcome to record for the lease (requeued, not attempted).
+func (n *Node) robotsFor(ctx context.Context, scheme, hostKey string, l *frontier.Lease) (*fetch.Robots, frontier.Outcome, bool) {
+	key := scheme + "://" + hostKey
+	now := n.cfg.Now()
+	if r := n.robots.get(key); r != nil && !r.Expired(now) {
+		return r, frontier.Outcome{}, true
+	}
+	meta := n.hostMeta(hostKey)
+	if b, ok := meta.Robots[scheme]; ok {
+		r := new(fetch.Robots)
+		if err := r.UnmarshalBinary(b); err == nil && !r.Expired(now) {
+			n.robots.put(key, r)
+			n.applyCrawlDelay(hostKey, r)
+			return r, frontier.Outcome{}, true
+		}
+	}
+
+	n.stats.robotsReq.Add(1)
+	rr, err := n.client.FetchRobots(ctx, scheme, hostKey)
+	if ctx.Err() != nil {
+		return nil, frontier.Outcome{Kind: frontier.Requeue}, false
+	}
+	var r *fetch.Robots
+	if err != nil {
+		r = fetch.UnreachableRobots(n.cfg.Now())
+	} else {
+		r = fetch.ParseRobots(rr.Status, rr.Body, rr.Finished)
+		n.archiveRobots(rr, key+"/robots.txt")
+	}
+	if r.Unreachable() {
+		// 5xx or unreachable: disallow all for now and try again later; after
+		// RobotsMaxTries the host's URLs are parked so a batch crawl still ends.
+		meta.RobotsFailures++
+		n.saveHostMeta(hostKey, meta)
+		if meta.RobotsFailures >= n.cfg.RobotsMaxTries {
+			parked, perr := n.front.ParkHost(hostKey, "robots.txt unreachable")
+			n.log.Warn("robots.txt unreachable, host parked", "host", hostKey, "tries", meta.RobotsFailures, "parked", parked, "err", perr)
+			// The lease's own URL is parked with an error outcome.
+			return nil, frontier.Outcome{Kind: frontier.Drop, Err: "robots.txt unreachable"}, false
+		}
+		wait := n.cfg.RobotsRetryBase << (meta.RobotsFailures - 1)
+		n.front.DeferHost(hostKey, wait)
+		return nil, frontier.Outcome{Kind: frontier.Requeue}, false
+	}
+	b, err := r.MarshalBinary()
+	if err == nil {
+		if meta.Robots == nil {
+			meta.Robots = map[string][]byte{}
+		}
+		meta.Robots[scheme] = b
+		meta.RobotsFailures = 0
+		n.saveHostMeta(hostKey, meta)
+	}
+	n.robots.put(key, r)
+	n.applyCrawlDelay(hostKey, r)
+	// Sitemaps named by robots.txt join the crawl.
+	var cands []frontier.Candidate
+	for _, sm := range r.Sitemaps() {
+		if c, err := urlnorm.Canonicalize(sm); err == nil {
+			cands = append(cands, frontier.Candidate{URL: c, Host: urlnorm.HostKey(c), Depth: 1, From: key + "/robots.txt"})
+		}
+	}
+	n.enqueue(cands)
+	// The slot was spent on robots.txt: the URL goes back, unattempted.
+	return nil, frontier.Outcome{Kind: frontier.Requeue}, false
+}
+
+func (n *Node) applyCrawlDelay(hostKey string, r *fetch.Robots) {
+	if d, ok := r.CrawlDelay(n.cfg.UserAgent); ok {
+		n.front.SetHostDelay(hostKey, d)
+	}
+}
+
+func (n *Node) hostMeta(hostKey string) hostMeta {
+	var m hostMeta
+	b, err := n.front.HostMeta(hostKey)
+	if err == nil && len(b) > 0 {
+		_ = json.Unmarshal(b, &m)
+	}
+	return m
+}
+
+func (n *Node) saveHostMeta(hostKey string, m hostMeta) {
+	b, _ := json.Marshal(m)
+	if err := n.front.SetHostMeta(hostKey, b); err != nil {
+		n.log.Error("save host state", "host", hostKey, "err", err)
+	}
+}
+
+func (n *Node) archiveRobots(rr *fetch.RobotsResult, url string) {
+	if len(rr.RawRequest) == 0 {
+		return
+	}
+	if rr.FinalURL != "" {
+		url = rr.FinalURL
+	}
+	_, _, err := n.warc.WriteExchange(archive.Exchange{
+		URL:            url,
+		Date:           rr.Started,
+		Request:        rr.RawRequest,
+		ResponseHeader: rr.RawHeader,
+		ResponseBody:   rr.RawBody,
+	})
+	if err != nil {
+		n.log.Error("write WARC (robots.txt)", "url", url, "err", err)
+	}
+}
+
+// payloadRef points at the first archived copy of a payload.
+type payloadRef struct {
+	URL  string           `json:"u"`
+	Date time.Time        `json:"d"`
+	Loc  archive.Location `json:"l"`
+}
+
+// The payload index lives in Badger under family 'p' (the node's own key family).
+func payloadKey(digest string) []byte { return append([]byte{'p'}, digest...) }
+
+func (n *Node) lookupPayload(digest string) (payloadRef, bool) {
+	var ref payloadRef
+	err := n.db.View(func(txn *badger.Txn) error {
+		it, err := txn.Get(payloadKey(digest))
+		if err != nil {
+			return err
+		}
+		return it.Value(func(v []byte) error { return json.Unmarshal(v, &ref) })
+	})
+	if err != nil {
+		if !errors.Is(err, badger.ErrKeyNotFound) {
+			n.log.Error("payload index lookup", "err", err)
+		}
+		return ref, false
+	}
+	return ref, true
+}
+
+func (n *Node) rememberPayload(digest string, ref payloadRef) {
+	b, _ := json.Marshal(ref)
+	if err := n.db.Update(func(txn *badger.Txn) error { return txn.Set(payloadKey(digest), b) }); err != nil {
+		n.log.Error("payload index write", "err", err)
+	}
+}
