@@ -41,11 +41,16 @@ func TestPolitenessBound(t *testing.T) {
 		c.CrawlDelayMaxPages = 60
 	})
 	data := filepath.Join(t.TempDir(), "data")
-	c := startCrawler(t, crawlArgs(data, addr, w, t)...)
+	c := startCrawler(t, crawlArgs(data, addr, w, t, "--log-level", "debug")...)
 	if code := c.wait(t, 5*time.Minute); code != 0 {
 		t.Fatalf("crawlnode exited %d:\n%s", code, tail(c.stderr.String(), 2000))
 	}
 	checkClean(t, w.Report(reportOptions(0)), 0)
+	for _, line := range strings.Split(c.stderr.String(), "\n") {
+		if strings.Contains(line, "fetch failed") {
+			t.Log(line)
+		}
+	}
 	first, last, count := map[string]time.Time{}, map[string]time.Time{}, map[string]int{}
 	for _, r := range w.Log() {
 		if _, ok := first[r.Host]; !ok || r.Arrival.Before(first[r.Host]) {
@@ -58,6 +63,16 @@ func TestPolitenessBound(t *testing.T) {
 	}
 	if len(count) != 6 {
 		t.Fatalf("requests went to %d hosts, want 6", len(count))
+	}
+	// Gaps much longer than the delay are where the time went; show a few.
+	prev := map[string]simweb.RequestRecord{}
+	shown := 0
+	for _, r := range w.Log() {
+		if p, ok := prev[r.Host]; ok && r.Arrival.Sub(p.Arrival) > delay*3/2 && shown < 8 {
+			shown++
+			t.Logf("gap %s on %s: %s (%d) -> %s", r.Arrival.Sub(p.Arrival).Round(time.Millisecond), r.Host, p.Path, p.Status, r.Path)
+		}
+		prev[r.Host] = r
 	}
 	for host, n := range count {
 		ideal := time.Duration(n-1) * delay

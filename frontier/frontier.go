@@ -48,6 +48,9 @@ type Lease struct {
 	key  []byte
 	rec  qrec
 	done atomic.Bool
+	// prevNext and leaseNext are the host's next-allowed time before and right after this
+	// lease, so that an outcome that sent no request can give the slot back.
+	prevNext, leaseNext int64
 }
 
 // OutcomeKind says what happened to a leased URL.
@@ -76,6 +79,15 @@ type Outcome struct {
 	RetryAfter time.Duration
 	// Meta is opaque and stored in the URL's seen record (WARC location, etag...).
 	Meta []byte
+	// Finished is when the host's response ended (the last byte read, or the failure). With
+	// PerHost 1 the host's delay runs from here, not from Done, so the time the caller spent
+	// archiving and parsing does not stretch the host's schedule. Zero: the time of Done.
+	// A Finished in the future is taken as now.
+	Finished time.Time
+	// NoRequest says the lease sent nothing to the host (a robots.txt-disallowed URL
+	// dropped, a lease given back at shutdown): the host's politeness clock goes back to
+	// where it was before the lease, unless something else moved it since.
+	NoRequest bool
 }
 
 // Stats are the frontier's counters, kept in memory and counted exactly by Open.
@@ -830,12 +842,13 @@ func (f *Frontier) leaseLocked(h *host, now int64) *Lease {
 	h.inflight++
 	f.inflight++
 	h.leased = append(h.leased, it.key)
+	prev := h.next
 	h.next = now + int64(f.delayOf(h))
 	f.fixLocked(h)
 	r := it.rec
 	return &Lease{
 		URL: r.URL, Host: h.name, Depth: r.Depth, Hops: r.Hops, Attempts: r.Attempts, From: r.From, Priority: r.Priority,
-		f: f, part: h.part, key: it.key, rec: r,
+		f: f, part: h.part, key: it.key, rec: r, prevNext: prev, leaseNext: h.next,
 	}
 }
 
@@ -1144,8 +1157,17 @@ func (f *Frontier) Done(l *Lease, o Outcome) error {
 		}
 	}
 	nowNs := now.UnixNano()
-	if f.cfg.PerHost == 1 {
-		h.next = max(h.next, nowNs+int64(f.delayOf(h)))
+	switch {
+	case o.NoRequest:
+		if h.next == l.leaseNext {
+			h.next = l.prevNext
+		}
+	case f.cfg.PerHost == 1:
+		end := nowNs
+		if !o.Finished.IsZero() {
+			end = min(end, o.Finished.UnixNano())
+		}
+		h.next = max(h.next, end+int64(f.delayOf(h)))
 	}
 	if o.RetryAfter > 0 {
 		h.next = max(h.next, nowNs+int64(o.RetryAfter))

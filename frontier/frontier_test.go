@@ -85,7 +85,7 @@ func TestPoliteness(t *testing.T) {
 	ms := time.Millisecond
 	type step struct {
 		advance time.Duration
-		op      string // "lease" (expect one), "none" (expect none and this wait; -1 = until woken), "done" (oldest lease)
+		op      string // "lease" (expect one), "none" (expect none and this wait; -1 = until woken), "done" (oldest lease), "doneFinishedAgo" (oldest lease, its response ended wait ago)
 		wait    time.Duration
 	}
 	cases := []struct {
@@ -113,6 +113,30 @@ func TestPoliteness(t *testing.T) {
 				{0, "none", 1000 * ms},
 				{999 * ms, "none", 1 * ms},
 				{1 * ms, "lease", 0},
+			},
+		},
+		{
+			// The caller spent 500ms archiving and parsing after the response ended at 2000ms:
+			// the delay runs from the end of the response, not from Done.
+			name: "delay runs from the response's finish", perHost: 1, delay: 1000 * ms,
+			steps: []step{
+				{0, "lease", 0},
+				{2500 * ms, "doneFinishedAgo", 500 * ms}, // next = 2000+1000
+				{0, "none", 500 * ms},
+				{499 * ms, "none", 1 * ms},
+				{1 * ms, "lease", 0},
+			},
+		},
+		{
+			// A lease dropped without a request (robots.txt disallows it) gives its slot back.
+			name: "an outcome without a request keeps the host's clock", perHost: 1, delay: 1000 * ms,
+			steps: []step{
+				{0, "lease", 0}, {0, "done", 0}, // a real fetch at 0: next = 1000
+				{1000 * ms, "lease", 0},       // t=1000
+				{10 * ms, "doneNoRequest", 0}, // nothing sent: next goes back to 1000
+				{0, "lease", 0},               // t=1010, at once
+				{0, "done", 0},
+				{0, "none", 1000 * ms},
 			},
 		},
 		{
@@ -168,6 +192,12 @@ func TestPoliteness(t *testing.T) {
 					}
 				case "done":
 					mustDone(t, f, leases[0], Outcome{Kind: Fetched, Status: 200})
+					leases = leases[1:]
+				case "doneNoRequest":
+					mustDone(t, f, leases[0], Outcome{Kind: Drop, Err: "disallowed", NoRequest: true})
+					leases = leases[1:]
+				case "doneFinishedAgo":
+					mustDone(t, f, leases[0], Outcome{Kind: Fetched, Status: 200, Finished: clk.Now().Add(-s.wait)})
 					leases = leases[1:]
 				}
 			}

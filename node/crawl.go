@@ -31,6 +31,9 @@ import (
 type workerState struct {
 	page  extract.Page
 	cands []frontier.Candidate
+	// finished is when the host's last response (or failure) of this lease ended: the
+	// host's delay runs from there (frontier.Outcome.Finished).
+	finished time.Time
 }
 
 func (n *Node) worker(leaseCtx, fetchCtx context.Context, stop func()) {
@@ -45,7 +48,9 @@ func (n *Node) worker(leaseCtx, fetchCtx context.Context, stop func()) {
 			return
 		}
 		n.stats.busy.Add(1)
+		ws.finished = time.Time{}
 		o := n.handle(fetchCtx, l, &ws)
+		o.Finished = ws.finished
 		if err := n.front.Done(l, o); err != nil {
 			n.log.Error("record outcome", "url", l.URL, "err", err)
 		}
@@ -56,38 +61,41 @@ func (n *Node) worker(leaseCtx, fetchCtx context.Context, stop func()) {
 // handle does one lease's work and returns the outcome to record.
 func (n *Node) handle(ctx context.Context, l *frontier.Lease, ws *workerState) frontier.Outcome {
 	if ctx.Err() != nil {
-		return frontier.Outcome{Kind: frontier.Requeue}
+		return frontier.Outcome{Kind: frontier.Requeue, NoRequest: true}
 	}
 	if n.cfg.MaxPages > 0 && n.stats.fetched.Load() >= n.cfg.MaxPages {
-		return frontier.Outcome{Kind: frontier.Requeue}
+		return frontier.Outcome{Kind: frontier.Requeue, NoRequest: true}
 	}
 	scheme, hostKey, err := urlnorm.SplitHostKey(l.URL)
 	if err != nil {
-		return frontier.Outcome{Kind: frontier.Drop, Err: "bad url: " + err.Error()}
+		return frontier.Outcome{Kind: frontier.Drop, Err: "bad url: " + err.Error(), NoRequest: true}
 	}
-	rules, o, ok := n.robotsFor(ctx, scheme, hostKey, l)
+	rules, o, ok := n.robotsFor(ctx, scheme, hostKey, l, ws)
 	if !ok {
 		return o
 	}
 	if !rules.Allowed(n.cfg.UserAgent, l.URL) {
 		n.stats.robotsDeny.Add(1)
-		return frontier.Outcome{Kind: frontier.Drop, Err: "disallowed by robots.txt"}
+		return frontier.Outcome{Kind: frontier.Drop, Err: "disallowed by robots.txt", NoRequest: true}
 	}
 
 	resp, err := n.client.Do(ctx, fetch.Request{URL: l.URL})
 	if err != nil {
+		ws.finished = n.cfg.Now()
 		if ctx.Err() != nil {
 			// Aborted at shutdown: not an attempt of the server's doing.
 			return frontier.Outcome{Kind: frontier.Requeue}
 		}
 		n.stats.fetchErr.Add(1)
 		msg := string(fetch.Classify(err)) + ": " + err.Error()
+		n.log.Debug("fetch failed", "url", l.URL, "attempt", l.Attempts+1, "err", msg)
 		if fetch.IsTransient(err) {
 			return frontier.Outcome{Kind: frontier.Retry, Err: msg}
 		}
 		n.stats.fetched.Add(1)
 		return frontier.Outcome{Kind: frontier.Fetched, Err: msg}
 	}
+	ws.finished = resp.Finished
 	n.stats.bytes.Add(int64(len(resp.RawBody)))
 
 	switch {

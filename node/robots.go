@@ -60,7 +60,7 @@ func (c *robotsCache) put(key string, r *fetch.Robots) {
 // robotsFor returns the host's robots rules. When they are unknown or expired it fetches
 // robots.txt in this lease's slot (a request to the host like any other) and returns
 // ok=false with the outcome to record for the lease (requeued, not attempted).
-func (n *Node) robotsFor(ctx context.Context, scheme, hostKey string, l *frontier.Lease) (*fetch.Robots, frontier.Outcome, bool) {
+func (n *Node) robotsFor(ctx context.Context, scheme, hostKey string, l *frontier.Lease, ws *workerState) (*fetch.Robots, frontier.Outcome, bool) {
 	key := scheme + "://" + hostKey
 	now := n.cfg.Now()
 	if r := n.robots.get(key); r != nil && !r.Expired(now) {
@@ -78,6 +78,10 @@ func (n *Node) robotsFor(ctx context.Context, scheme, hostKey string, l *frontie
 
 	n.stats.robotsReq.Add(1)
 	rr, err := n.client.FetchRobots(ctx, scheme, hostKey)
+	ws.finished = n.cfg.Now()
+	if err == nil {
+		ws.finished = rr.Finished
+	}
 	if ctx.Err() != nil {
 		return nil, frontier.Outcome{Kind: frontier.Requeue}, false
 	}
