@@ -19,6 +19,7 @@ const (
 	prefixExact = 'c' // 'c' <sha256:32> -> "<url>\t<fetch time>" of the first page with that text
 	prefixNear  = 'n' // 'n' <table:1> <block:2 BE> <simhash:8 BE> -> "<url>\t<fetch time>"
 	prefixState = 'k' // 'k' <name> -> counters and stage state
+	// 'u' (prefixPage, page.go): per-URL page record without text, for lookups
 )
 
 // Sentinel errors.
@@ -270,6 +271,7 @@ type Record struct {
 	TDMPolicy     string    `json:"tdm_policy,omitempty"`
 	WARCFile      string    `json:"warc_file,omitempty"`
 	WARCOffset    int64     `json:"warc_offset"`
+	WARCLength    int64     `json:"warc_length,omitempty"`
 	ExtractedAt   time.Time `json:"extracted_at"`
 }
 

@@ -74,7 +74,7 @@ func isHTML(contentType string) bool {
 func baseRecord(j *Job) Record {
 	return Record{
 		URL: j.URL, Status: j.Status, FetchTime: j.FetchTime, ContentType: j.ContentType,
-		WARCFile: j.WARCFile, WARCOffset: j.WARCOffset, TDMPolicy: j.TDMPolicy,
+		WARCFile: j.WARCFile, WARCOffset: j.WARCOffset, WARCLength: j.WARCLength, TDMPolicy: j.TDMPolicy,
 	}
 }
 

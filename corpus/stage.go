@@ -64,11 +64,14 @@ type result struct {
 // Stage is the extract stage: a durable backlog of fetched pages, a pool of extraction
 // workers and one committer that makes the duplicate decisions and writes the shards.
 type Stage struct {
-	cfg  Config
-	db   *badger.DB
-	ex   *extractor
-	near *BadgerNearIndex
-	log  *slog.Logger
+	cfg Config
+	db  *badger.DB
+	// pendingPages are the per-URL page records ('u' family) of the records written since
+	// the last commit; they are written in the commit's batch.
+	pendingPages []pageEntry
+	ex           *extractor
+	near         *BadgerNearIndex
+	log          *slog.Logger
 
 	// testHook, when set (tests only, before Start), is called at the named points of the
 	// committer; an error stops the stage there as a crash would (no further commit, the open
@@ -520,6 +523,11 @@ func (s *Stage) handle(r result) error {
 		return err
 	}
 	s.pending = append(s.pending, r.seq)
+	meta, err := pageMeta(&rec)
+	if err != nil {
+		return fmt.Errorf("corpus: encode page: %w", err)
+	}
+	s.pendingPages = append(s.pendingPages, pageEntry{key: pageKey(rec.URL), meta: meta})
 	if err := s.hook("written"); err != nil {
 		return err
 	}
@@ -642,6 +650,11 @@ func (s *Stage) commit() error {
 			return fmt.Errorf("corpus: commit: %w", err)
 		}
 	}
+	for _, p := range s.pendingPages {
+		if err := wb.Set(p.key, p.meta); err != nil {
+			return fmt.Errorf("corpus: commit: %w", err)
+		}
+	}
 	if err := wb.Set(bytes.Clone(statsKey), sv); err != nil {
 		return fmt.Errorf("corpus: commit: %w", err)
 	}
@@ -650,6 +663,7 @@ func (s *Stage) commit() error {
 	}
 	s.backlog.Add(-int64(len(s.pending)))
 	s.pending = s.pending[:0]
+	s.pendingPages = s.pendingPages[:0]
 	if s.shard.bytes >= s.cfg.ShardMaxBytes {
 		if err := s.shard.close(); err != nil {
 			return err
@@ -756,3 +770,5 @@ func (s *Stage) Stats() Stats {
 	}
 	return st
 }
+
+type pageEntry struct{ key, meta []byte }
