@@ -31,7 +31,7 @@ func BenchmarkCrawl(b *testing.B) {
 		args := []string{
 			"--data", filepath.Join(dir, "data"), "--seeds", seeds, "--resolve", "*.sim.test=" + addr,
 			"--delay", "0", "--concurrency", "64", "--exit-when-done", "--robots-retry", "200ms",
-			"--retry-base", "200ms", "--timeout", "10s", "--max-depth", "100", "--log-level", "warn", "--quiet",
+			"--retry-base", "200ms", "--timeout", "10s", "--max-depth", "100", "--log-level", "warn", "--quiet", "--http", "127.0.0.1:0",
 		}
 		start := time.Now()
 		c := startCrawler(b, args...)

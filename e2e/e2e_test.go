@@ -134,7 +134,7 @@ func crawlArgs(data, addr string, w *simweb.Web, t *testing.T, extra ...string) 
 		"--data", data, "--seeds", seeds, "--resolve", "*.sim.test=" + addr,
 		"--delay", "0", "--concurrency", "64", "--exit-when-done",
 		"--robots-retry", "200ms", "--retry-base", "200ms", "--timeout", "10s",
-		"--max-depth", "100", "--log-format", "json", "--log-level", "warn",
+		"--max-depth", "100", "--log-format", "json", "--log-level", "warn", "--http", "127.0.0.1:0",
 	}
 	return append(args, extra...)
 }
@@ -249,8 +249,10 @@ func TestKill9Resume(t *testing.T) {
 }
 
 // inFlightAt counts requests the crawler could not have recorded when killed at t: those
-// still open at t, and those answered in the 500 ms before t. It never counts more than the
-// crawler's concurrency, which bounds what it can have in flight.
+// still open at t, and those answered in the 500 ms before t (answered, but maybe not yet
+// archived and recorded). It never counts more than the crawler's concurrency: a URL is
+// re-issued after a kill only if it was leased and not yet recorded, and at most
+// concurrency URLs are leased at once.
 func inFlightAt(log []simweb.RequestRecord, t time.Time, concurrency int) int {
 	n := 0
 	for _, r := range log {

@@ -1497,3 +1497,32 @@ func (f *Frontier) Close() error {
 	}
 	return nil
 }
+
+// LookupHash finds the seen record of a URL by its URLHash, without knowing its host: one
+// point read per partition (Config.PartitionOf's range, DefaultPartitions). For the pages
+// API, where a page is named by its hash.
+func (f *Frontier) LookupHash(h [16]byte) (SeenRecord, bool, error) {
+	var sr SeenRecord
+	found := false
+	err := f.db.View(func(txn *badger.Txn) error {
+		for p := 0; p < DefaultPartitions; p++ {
+			it, err := txn.Get(hashKey(famSeen, uint16(p), h))
+			if errors.Is(err, badger.ErrKeyNotFound) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			found = true
+			return it.Value(func(v []byte) error {
+				sr, err = decodeSeen(v)
+				return err
+			})
+		}
+		return nil
+	})
+	if err != nil {
+		return SeenRecord{}, false, fmt.Errorf("frontier: lookup: %w", err)
+	}
+	return sr, found, nil
+}

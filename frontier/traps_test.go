@@ -179,3 +179,17 @@ func TestSubdomainBudget(t *testing.T) {
 		t.Fatalf("page of an admitted subdomain refused: %+v", r)
 	}
 }
+
+func TestLookupHash(t *testing.T) {
+	f := openF(t, Config{DB: openDB(t, ""), DefaultDelaySet: true})
+	mustAdd(t, f, u("a.test", "/x"), u("b.test", "/y"))
+	for _, url := range []string{"http://a.test/x", "http://b.test/y"} {
+		sr, ok, err := f.LookupHash(URLHash(url))
+		if err != nil || !ok || sr.URL != url || sr.State != StateQueued {
+			t.Fatalf("LookupHash(%s) = %+v, %v, %v", url, sr, ok, err)
+		}
+	}
+	if _, ok, err := f.LookupHash(URLHash("http://a.test/missing")); ok || err != nil {
+		t.Fatalf("found a URL never added (err %v)", err)
+	}
+}

@@ -86,8 +86,9 @@ func (n *Node) handle(ctx context.Context, l *frontier.Lease, ws *workerState) f
 			// Aborted at shutdown: not an attempt of the server's doing.
 			return frontier.Outcome{Kind: frontier.Requeue}
 		}
-		n.stats.fetchErr.Add(1)
-		msg := string(fetch.Classify(err)) + ": " + err.Error()
+		class := string(fetch.Classify(err))
+		n.stats.countError(class)
+		msg := class + ": " + err.Error()
 		n.log.Debug("fetch failed", "url", l.URL, "attempt", l.Attempts+1, "err", msg)
 		if fetch.IsTransient(err) {
 			return frontier.Outcome{Kind: frontier.Retry, Err: msg}

@@ -67,6 +67,9 @@ type Config struct {
 	Filters corpus.Filters
 	// WARCMaxFileSize rotates WARC files. Default 1 GiB.
 	WARCMaxFileSize int64
+	// HTTPAddr is where the API listens ("host:port"; port 0 picks one, recorded in the
+	// data directory's http.addr). Empty: no API.
+	HTTPAddr string
 	// Logger; default slog.Default().
 	Logger *slog.Logger
 	// Now is the clock. Default time.Now.
@@ -176,6 +179,7 @@ type Node struct {
 
 	started time.Time
 	stats   counters
+	running atomic.Int32 // 1 while Run's crawl loop runs
 	rate    rateMeter
 
 	shutdownOnce sync.Once
@@ -286,6 +290,13 @@ func (n *Node) Run(ctx context.Context) error {
 	if err := n.addSeeds(n.cfg.Seeds); err != nil {
 		return err
 	}
+	stopAPI, err := n.startAPI()
+	if err != nil {
+		return err
+	}
+	defer stopAPI()
+	n.running.Store(1)
+	defer n.running.Store(0)
 	stageCtx, stopStage := context.WithCancel(context.Background())
 	defer stopStage()
 	if err := n.stage.Start(stageCtx); err != nil {
@@ -457,6 +468,29 @@ type counters struct {
 	robotsReq  atomic.Int64
 	busy       atomic.Int64 // workers between Next and Done
 	bytes      atomic.Int64
+
+	classMu sync.Mutex
+	classes map[string]int64 // transport errors by class
+}
+
+func (c *counters) countError(class string) {
+	c.fetchErr.Add(1)
+	c.classMu.Lock()
+	if c.classes == nil {
+		c.classes = make(map[string]int64)
+	}
+	c.classes[class]++
+	c.classMu.Unlock()
+}
+
+func (c *counters) errorsByClass() map[string]int64 {
+	c.classMu.Lock()
+	defer c.classMu.Unlock()
+	out := make(map[string]int64, len(c.classes))
+	for k, v := range c.classes {
+		out[k] = v
+	}
+	return out
 }
 
 // Progress is a snapshot for progress output.

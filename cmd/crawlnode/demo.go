@@ -55,6 +55,9 @@ func runDemo(args []string) error {
 		cfg.Delay = 0
 	}
 	cfg.ExitWhenDone = true
+	if !flagGiven(f, "http") {
+		cfg.HTTPAddr = "127.0.0.1:0" // a free port: the demo must not collide with a running node
+	}
 	fmt.Fprintf(os.Stderr, "demo: simulated web of %d hosts on %s; crawling into %s\n", *hosts, addr, cfg.DataDir)
 	start := time.Now()
 	if err := crawl(cfg, f.quiet); err != nil {
