@@ -202,9 +202,32 @@ func TestFullCrawl(t *testing.T) {
 			t.Errorf("host %s: %d requests inside trap spaces, budget %d", host, n, generatedBudget)
 		}
 	}
-	t.Logf("crawl: %d requests in %s = %.0f req/s; CPU %.1fs (%.2f s per 1,000 requests); peak RSS %.0f MiB",
-		rep.Requests, elapsed.Round(time.Millisecond), float64(rep.Requests)/elapsed.Seconds(), c.cpuSeconds(),
+	first, last := fetchSpan(w.Log())
+	t.Logf("crawl: %d requests in %s = %.0f req/s (fetch stage, server's first to last request: %s = %.0f req/s); CPU %.1fs (%.2f s per 1,000 requests, extract stage included); peak RSS %.0f MiB",
+		rep.Requests, elapsed.Round(time.Millisecond), float64(rep.Requests)/elapsed.Seconds(),
+		last.Sub(first).Round(time.Millisecond), float64(rep.Requests)/last.Sub(first).Seconds(), c.cpuSeconds(),
 		1000*c.cpuSeconds()/float64(rep.Requests), c.maxRSSMiB())
+
+	// URLs that failed five times (robots.txt that stays 5xx or unreachable, pages that
+	// always fail) are listed by `crawlnode deadletters`, each with its last error.
+	out, err := exec.Command(crawlnodeBin, "deadletters", "--data", data).CombinedOutput()
+	if err != nil {
+		t.Fatalf("deadletters: %v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	parked := 0
+	for _, l := range lines[1:] {
+		if strings.Contains(l, "sim.test") {
+			parked++
+			if !strings.Contains(l, "robots.txt unreachable") && !strings.Contains(l, "http ") && !strings.Contains(l, ":") {
+				t.Errorf("dead letter without its last error: %q", l)
+			}
+		}
+	}
+	if parked == 0 {
+		t.Errorf("no dead letters listed, but the default web has hosts whose robots.txt never answers:\n%s", out)
+	}
+	t.Logf("dead letters: %d (e.g. %s)", parked, lines[min(1, len(lines)-1)])
 	if c.maxRSSMiB() > 2048 {
 		t.Errorf("peak RSS %.0f MiB", c.maxRSSMiB())
 	}
@@ -269,7 +292,7 @@ func TestSignalStopsCleanly(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crawl")
 	}
-	w, addr := web(t, func(c *simweb.Config) { c.Hosts = 40; c.Seed = 3 })
+	w, addr := web(t, func(c *simweb.Config) { c.Hosts = 20; c.Seed = 3 })
 	data := filepath.Join(t.TempDir(), "data")
 	args := crawlArgs(data, addr, w, t)
 	c := startCrawler(t, args...)
@@ -352,4 +375,18 @@ func TestBadInput(t *testing.T) {
 			t.Errorf("%s now holds %d entries", d, len(ents))
 		}
 	}
+}
+
+// fetchSpan is the time from the first to the last request the server saw: the fetch
+// stage's duration, without process start, the extract stage's drain and exit.
+func fetchSpan(log []simweb.RequestRecord) (first, last time.Time) {
+	for _, r := range log {
+		if first.IsZero() || r.Arrival.Before(first) {
+			first = r.Arrival
+		}
+		if r.Finish.After(last) {
+			last = r.Finish
+		}
+	}
+	return first, last
 }

@@ -43,6 +43,9 @@ func (n *Node) worker(leaseCtx, fetchCtx context.Context, stop func()) {
 			stop()
 			return
 		}
+		if !n.waitPause(leaseCtx) {
+			return
+		}
 		l, err := n.front.Next(leaseCtx)
 		if err != nil {
 			return
@@ -102,7 +105,7 @@ func (n *Node) handle(ctx context.Context, l *frontier.Lease, ws *workerState) f
 	switch {
 	case resp.Status == http.StatusTooManyRequests || resp.Status == http.StatusServiceUnavailable:
 		n.stats.server5xx.Add(1)
-		n.archive(resp, l.URL)
+		_, _ = n.archive(resp, l.URL) // kept for the record; the URL is retried either way
 		ra := resp.RetryAfter
 		if ra <= 0 {
 			ra = n.cfg.RetryBase
@@ -110,15 +113,21 @@ func (n *Node) handle(ctx context.Context, l *frontier.Lease, ws *workerState) f
 		return frontier.Outcome{Kind: frontier.Retry, Status: resp.Status, Err: "http " + http.StatusText(resp.Status), RetryAfter: ra}
 	case resp.Status >= 500:
 		n.stats.server5xx.Add(1)
-		n.archive(resp, l.URL)
+		_, _ = n.archive(resp, l.URL)
 		return frontier.Outcome{Kind: frontier.Retry, Status: resp.Status, Err: "http " + http.StatusText(resp.Status)}
 	}
 
 	// A final response: archive it before anything parses it.
-	loc, ok := n.archive(resp, l.URL)
-	if !ok {
+	loc, err := n.archive(resp, l.URL)
+	if err != nil {
+		if errors.Is(err, archive.ErrDiskFull) {
+			// The disk is full: stop intake for a while and put the URL back without
+			// counting an attempt; nothing is lost and nothing is parked.
+			n.pauseForDisk(err)
+			return frontier.Outcome{Kind: frontier.Requeue, Status: resp.Status}
+		}
 		// Without the raw record the page would be lost for the corpus: retry it.
-		return frontier.Outcome{Kind: frontier.Retry, Status: resp.Status, Err: "warc write failed"}
+		return frontier.Outcome{Kind: frontier.Retry, Status: resp.Status, Err: "warc write failed: " + err.Error()}
 	}
 	n.stats.fetched.Add(1)
 	meta, _ := loc.loc.MarshalBinary()
@@ -223,7 +232,7 @@ type warcLoc struct {
 
 // archive writes the exchange as WARC. A payload already archived under another URL is
 // written as a revisit record (identical-payload-digest) pointing at the original.
-func (n *Node) archive(resp *fetch.Response, url string) (warcLoc, bool) {
+func (n *Node) archive(resp *fetch.Response, url string) (warcLoc, error) {
 	ex := archive.Exchange{
 		URL:            url,
 		Date:           resp.Started,
@@ -246,20 +255,47 @@ func (n *Node) archive(resp *fetch.Response, url string) (warcLoc, bool) {
 			})
 			if err != nil {
 				n.log.Error("write WARC revisit", "url", url, "err", err)
-				return warcLoc{}, false
+				return warcLoc{}, err
 			}
-			return warcLoc{loc: loc, payloadLoc: orig.Loc}, true
+			return warcLoc{loc: loc, payloadLoc: orig.Loc}, nil
 		}
 	}
 	loc, _, err := n.warc.WriteExchange(ex)
 	if err != nil {
 		n.log.Error("write WARC", "url", url, "err", err)
-		return warcLoc{}, false
+		return warcLoc{}, err
 	}
 	if resp.Status == http.StatusOK && len(resp.RawBody) > 0 && !resp.Truncated {
 		n.rememberPayload(digest, payloadRef{URL: url, Date: resp.Started, Loc: loc})
 	}
-	return warcLoc{loc: loc, payloadLoc: loc}, true
+	return warcLoc{loc: loc, payloadLoc: loc}, nil
+}
+
+// diskPause is how long intake stops after the disk filled up (the free-space check
+// renews it every second while space stays short).
+const diskPause = 3 * time.Second
+
+// pauseForDisk stops new leases for diskPause and says so once per pause.
+func (n *Node) pauseForDisk(err error) {
+	until := n.cfg.Now().Add(diskPause).UnixNano()
+	if prev := n.pausedUntil.Swap(until); prev < n.cfg.Now().UnixNano() {
+		n.log.Error("disk full: fetching paused; it resumes by itself once space is free", "data", n.dir.Path, "retry_in", diskPause, "err", err)
+	}
+}
+
+// waitPause blocks while intake is paused (full disk). It returns false if ctx ended.
+func (n *Node) waitPause(ctx context.Context) bool {
+	for {
+		d := time.Duration(n.pausedUntil.Load() - n.cfg.Now().UnixNano())
+		if d <= 0 {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(d):
+		}
+	}
 }
 
 var b32 = base32.StdEncoding

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -67,6 +68,11 @@ type Config struct {
 	Filters corpus.Filters
 	// WARCMaxFileSize rotates WARC files. Default 1 GiB.
 	WARCMaxFileSize int64
+	// MinFreeDisk pauses fetching while the data directory's file system has less free
+	// space than this (bytes), and resumes by itself above it. Badger writes through mmap,
+	// where running out of space is a crash rather than an error, so the node stops well
+	// before that. Default 256 MiB; negative: no check.
+	MinFreeDisk int64
 	// HTTPAddr is where the API listens ("host:port"; port 0 picks one, recorded in the
 	// data directory's http.addr). Empty: no API.
 	HTTPAddr string
@@ -121,6 +127,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.WARCMaxFileSize == 0 {
 		c.WARCMaxFileSize = 1 << 30
+	}
+	if c.MinFreeDisk == 0 {
+		c.MinFreeDisk = 256 << 20
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -180,6 +189,9 @@ type Node struct {
 	started time.Time
 	stats   counters
 	running atomic.Int32 // 1 while Run's crawl loop runs
+	// pausedUntil (unix ns): no new leases before it (the disk filled up).
+	pausedUntil atomic.Int64
+	lowDisk     atomic.Bool
 	rate    rateMeter
 
 	shutdownOnce sync.Once
@@ -402,10 +414,30 @@ func (n *Node) maintain(ctx context.Context) {
 			return
 		case <-t.C:
 			n.rate.observe(n.cfg.Now(), n.stats.fetched.Load())
+			n.checkDisk()
 		case <-gc.C:
 			for n.db.RunValueLogGC(0.5) == nil {
 			}
 		}
+	}
+}
+
+// checkDisk pauses intake while free space is under MinFreeDisk.
+func (n *Node) checkDisk() {
+	if n.cfg.MinFreeDisk < 0 {
+		return
+	}
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(n.dir.Path, &st); err != nil {
+		return
+	}
+	free := int64(st.Bavail) * int64(st.Bsize)
+	if free < n.cfg.MinFreeDisk {
+		n.pauseForDisk(fmt.Errorf("%d MiB free, under the %d MiB minimum", free>>20, n.cfg.MinFreeDisk>>20))
+		n.lowDisk.Store(true)
+	} else if n.lowDisk.Swap(false) {
+		n.pausedUntil.Store(0)
+		n.log.Warn("disk space back: fetching resumes", "free_mib", free>>20)
 	}
 }
 
