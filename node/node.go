@@ -192,7 +192,7 @@ type Node struct {
 	// pausedUntil (unix ns): no new leases before it (the disk filled up).
 	pausedUntil atomic.Int64
 	lowDisk     atomic.Bool
-	rate    rateMeter
+	rate        rateMeter
 
 	shutdownOnce sync.Once
 }
