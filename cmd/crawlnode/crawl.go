@@ -10,6 +10,8 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -36,6 +38,8 @@ type crawlFlags struct {
 	logFormat   string
 	robotsRetry time.Duration
 	quiet       bool
+	cpuProfile  string
+	memProfile  string
 }
 
 func newCrawlFlags(name string) *crawlFlags {
@@ -64,6 +68,8 @@ func newCrawlFlags(name string) *crawlFlags {
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress output")
+	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
+	fs.StringVar(&f.memProfile, "memprofile", "", "write a heap profile at exit to this file")
 	fs.Int64Var(&c.MinFreeDisk, "min-free-disk", 256<<20, "pause fetching while the data directory's disk has fewer free bytes than this (resumes by itself)")
 	fs.StringVar(&c.HTTPAddr, "http", "127.0.0.1:7070", "HTTP API address (port 0: any free port, written to DIR/http.addr; empty: no API)")
 	return f
@@ -202,7 +208,39 @@ func runCrawl(args []string) error {
 			return usageError{"no seeds: give --seed URL or --seeds FILE (or --data of a crawl to resume)"}
 		}
 	}
+	stopProfile, err := startProfiles(f.cpuProfile, f.memProfile)
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
 	return crawl(f.cfg, f.quiet)
+}
+
+// startProfiles starts CPU profiling and arranges a heap profile at exit.
+func startProfiles(cpu, mem string) (stop func(), err error) {
+	var cpuFile *os.File
+	if cpu != "" {
+		if cpuFile, err = os.Create(cpu); err != nil {
+			return nil, fmt.Errorf("cpuprofile: %w", err)
+		}
+		if err := pprof.StartCPUProfile(cpuFile); err != nil {
+			cpuFile.Close()
+			return nil, fmt.Errorf("cpuprofile: %w", err)
+		}
+	}
+	return func() {
+		if cpuFile != nil {
+			pprof.StopCPUProfile()
+			cpuFile.Close()
+		}
+		if mem != "" {
+			if fh, err := os.Create(mem); err == nil {
+				runtime.GC()
+				_ = pprof.WriteHeapProfile(fh)
+				fh.Close()
+			}
+		}
+	}, nil
 }
 
 // crawl runs a node until it is done or signalled.
