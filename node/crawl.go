@@ -17,6 +17,7 @@ import (
 	"encoding/base32"
 	"errors"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/crawlnode/crawlnode/archive"
@@ -80,6 +81,10 @@ func (n *Node) handle(ctx context.Context, l *frontier.Lease, ws *workerState) f
 	if !rules.Allowed(n.cfg.UserAgent, l.URL) {
 		n.stats.robotsDeny.Add(1)
 		return frontier.Outcome{Kind: frontier.Drop, Err: "disallowed by robots.txt", NoRequest: true}
+	}
+	tdm, o, ok := n.tdmFor(ctx, scheme, hostKey, rules, ws)
+	if !ok {
+		return o
 	}
 
 	resp, err := n.client.Do(ctx, fetch.Request{URL: l.URL})
@@ -150,7 +155,7 @@ func (n *Node) handle(ctx context.Context, l *frontier.Lease, ws *workerState) f
 
 	switch resp.Kind {
 	case fetch.KindHTML:
-		n.processHTML(ctx, l, resp, loc, ws)
+		n.processHTML(ctx, l, resp, loc, tdm, ws)
 	case fetch.KindSitemap:
 		n.processSitemap(l, resp, ws)
 	}
@@ -158,7 +163,7 @@ func (n *Node) handle(ctx context.Context, l *frontier.Lease, ws *workerState) f
 }
 
 // processHTML extracts links (fast path) and queues the page for the extract stage.
-func (n *Node) processHTML(ctx context.Context, l *frontier.Lease, resp *fetch.Response, loc warcLoc, ws *workerState) {
+func (n *Node) processHTML(ctx context.Context, l *frontier.Lease, resp *fetch.Response, loc warcLoc, tdm *tdmPolicy, ws *workerState) {
 	extract.Parse(resp.Body, &ws.page)
 	_, hdrNoFollow, _, _ := extract.HeaderSignals(resp.Header.Values("X-Robots-Tag"), resp.Header.Get("Tdm-Reservation"))
 	if !hdrNoFollow {
@@ -180,6 +185,12 @@ func (n *Node) processHTML(ctx context.Context, l *frontier.Lease, resp *fetch.R
 		XRobotsTag:     resp.Header.Values("X-Robots-Tag"),
 		TDMReservation: resp.Header.Get("Tdm-Reservation"),
 		TDMPolicy:      resp.Header.Get("Tdm-Policy"),
+	}
+	if reserved, policy := tdm.reserved(pathOf(l.URL)); reserved {
+		job.HostTDMReserved = true
+		if job.TDMPolicy == "" {
+			job.TDMPolicy = policy
+		}
 	}
 	// Back-pressure: when the extract backlog is full, the fetch slot waits for room.
 	for {
@@ -317,4 +328,18 @@ func (n *Node) loadPage(ctx context.Context, j corpus.Job) ([]byte, error) {
 		enc = rec.HTTPHeader.Values("Content-Encoding")
 	}
 	return fetch.Decode(enc, rec.Payload, n.cfg.MaxBodySize)
+}
+
+// pathOf is the path and query of an absolute URL ("/" when it has none).
+func pathOf(u string) string {
+	if i := strings.Index(u, "://"); i >= 0 {
+		u = u[i+3:]
+	}
+	if i := strings.IndexAny(u, "/?"); i >= 0 {
+		if u[i] == '?' {
+			return "/" + u[i:]
+		}
+		return u[i:]
+	}
+	return "/"
 }

@@ -185,6 +185,7 @@ type Node struct {
 	warc   *archive.Writer
 	stage  *corpus.Stage
 	robots *robotsCache
+	tdm    tdmCache
 
 	started time.Time
 	stats   counters
@@ -267,6 +268,7 @@ func New(cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("open extract stage: %w", err)
 	}
 	n.robots = newRobotsCache(100_000)
+	n.tdm.max = 100_000
 	ok = true
 	return n, nil
 }

@@ -19,8 +19,9 @@ import (
 // each scheme (parsed form, so a restart does not fetch it again) and the count of failed
 // robots.txt fetches in a row.
 type hostMeta struct {
-	Robots         map[string][]byte `json:"robots,omitempty"`
-	RobotsFailures int               `json:"robots_failures,omitempty"`
+	Robots         map[string][]byte     `json:"robots,omitempty"`
+	RobotsFailures int                   `json:"robots_failures,omitempty"`
+	TDM            map[string]*tdmPolicy `json:"tdm,omitempty"` // by scheme: the host's tdmrep.json
 }
 
 // robotsCache holds parsed robots.txt per scheme://host in memory, bounded; misses fall

@@ -1,0 +1,176 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/crawlnode/crawlnode/fetch"
+	"github.com/crawlnode/crawlnode/frontier"
+)
+
+// TDMRep (W3C Text and Data Mining Reservation Protocol): a host may publish
+// /.well-known/tdmrep.json, a JSON array of {"location", "tdm-reservation", "tdm-policy"}
+// rules. A page whose path matches a rule with tdm-reservation 1 has its text-and-data-mining
+// rights reserved; the corpus leaves such pages out by default (they stay in WARC).
+//
+// The file is fetched once per scheme and host, after robots.txt and only if robots.txt
+// allows it, in a lease's slot like robots.txt (so it is paced like any other request). It
+// is kept in the host state for tdmTTL. A missing file (any non-200, bad JSON, a transport
+// error) means no reservation. Written here because no Go library for TDMRep exists.
+
+const (
+	tdmPath   = "/.well-known/tdmrep.json"
+	tdmTTL    = 24 * time.Hour
+	tdmMaxLen = 64 << 10
+)
+
+// tdmRule is one entry of tdmrep.json.
+type tdmRule struct {
+	Location    string `json:"location"`
+	Reservation int    `json:"tdm-reservation"`
+	Policy      string `json:"tdm-policy,omitempty"`
+}
+
+// tdmPolicy is a host's parsed tdmrep.json.
+type tdmPolicy struct {
+	Rules     []tdmRule `json:"rules,omitempty"`
+	FetchedAt time.Time `json:"fetched_at"`
+}
+
+func (p *tdmPolicy) expired(now time.Time) bool { return now.Sub(p.FetchedAt) > tdmTTL }
+
+// reserved reports whether the rules reserve TDM rights for path (path plus query). The
+// most specific (longest) matching location wins, as in robots.txt.
+func (p *tdmPolicy) reserved(path string) (bool, string) {
+	best := -1
+	var rule tdmRule
+	for _, r := range p.Rules {
+		if tdmMatch(r.Location, path) && len(r.Location) > best {
+			best, rule = len(r.Location), r
+		}
+	}
+	return best >= 0 && rule.Reservation == 1, rule.Policy
+}
+
+// tdmMatch matches a TDMRep location pattern: a path prefix where '*' matches any run of
+// characters and a trailing '$' anchors the end.
+func tdmMatch(pattern, path string) bool {
+	if pattern == "" {
+		return false
+	}
+	anchored := strings.HasSuffix(pattern, "$")
+	pattern = strings.TrimSuffix(pattern, "$")
+	parts := strings.Split(pattern, "*")
+	if !strings.HasPrefix(path, parts[0]) {
+		return false
+	}
+	rest := path[len(parts[0]):]
+	for i, part := range parts[1:] {
+		last := i == len(parts)-2
+		if last && anchored {
+			return strings.HasSuffix(rest, part)
+		}
+		j := strings.Index(rest, part)
+		if j < 0 {
+			return false
+		}
+		rest = rest[j+len(part):]
+	}
+	return !anchored || rest == ""
+}
+
+func parseTDMRep(body []byte, now time.Time) *tdmPolicy {
+	p := &tdmPolicy{FetchedAt: now}
+	var rules []tdmRule
+	if len(body) <= tdmMaxLen && json.Unmarshal(body, &rules) == nil {
+		for _, r := range rules {
+			if strings.HasPrefix(r.Location, "/") {
+				p.Rules = append(p.Rules, r)
+			}
+		}
+	}
+	return p
+}
+
+// tdmCache holds parsed policies per scheme://host, bounded like the robots cache.
+type tdmCache struct {
+	mu  sync.Mutex
+	max int
+	m   map[string]*tdmPolicy
+}
+
+func (c *tdmCache) get(key string) *tdmPolicy {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m[key]
+}
+
+func (c *tdmCache) put(key string, p *tdmPolicy) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = make(map[string]*tdmPolicy)
+	}
+	if len(c.m) >= c.max {
+		n := c.max / 10
+		for k := range c.m {
+			delete(c.m, k)
+			if n--; n <= 0 {
+				break
+			}
+		}
+	}
+	c.m[key] = p
+}
+
+// tdmFor returns the host's TDMRep policy, fetching it in this lease's slot when unknown
+// (then ok is false and the outcome requeues the lease's URL, unattempted).
+func (n *Node) tdmFor(ctx context.Context, scheme, hostKey string, rules *fetch.Robots, ws *workerState) (*tdmPolicy, frontier.Outcome, bool) {
+	key := scheme + "://" + hostKey
+	now := n.cfg.Now()
+	if p := n.tdm.get(key); p != nil && !p.expired(now) {
+		return p, frontier.Outcome{}, true
+	}
+	meta := n.hostMeta(hostKey)
+	if p, ok := meta.TDM[scheme]; ok && p != nil && !p.expired(now) {
+		n.tdm.put(key, p)
+		return p, frontier.Outcome{}, true
+	}
+	url := key + tdmPath
+	var p *tdmPolicy
+	if !rules.Allowed(n.cfg.UserAgent, url) {
+		p = &tdmPolicy{FetchedAt: now} // not ours to fetch: no reservation known
+	} else {
+		resp, err := n.client.Do(ctx, fetch.Request{URL: url})
+		if ctx.Err() != nil {
+			return nil, frontier.Outcome{Kind: frontier.Requeue}, false
+		}
+		if err != nil {
+			ws.finished = n.cfg.Now()
+			p = &tdmPolicy{FetchedAt: now}
+		} else {
+			ws.finished = resp.Finished
+			_, _ = n.archive(resp, url)
+			if resp.Status == http.StatusOK {
+				p = parseTDMRep(resp.Body, now)
+			} else {
+				p = &tdmPolicy{FetchedAt: now}
+			}
+		}
+	}
+	if meta.TDM == nil {
+		meta.TDM = map[string]*tdmPolicy{}
+	}
+	meta.TDM[scheme] = p
+	n.saveHostMeta(hostKey, meta)
+	n.tdm.put(key, p)
+	if ws.finished.IsZero() {
+		// Nothing was sent (robots.txt disallows the file): the URL goes on at once.
+		return p, frontier.Outcome{}, true
+	}
+	return nil, frontier.Outcome{Kind: frontier.Requeue}, false
+}
