@@ -103,9 +103,8 @@ func BenchmarkSimHash(b *testing.B) {
 		b.Run(c.name+"+contenthash", func(b *testing.B) {
 			b.SetBytes(int64(len(c.text)))
 			for b.Loop() {
-				n := NormalizeText(c.text)
-				simHashNormalized(n)
-				contentHashNormalized(n)
+				SimHash(c.text)
+				contentHashNormalized(NormalizeText(c.text))
 			}
 		})
 	}

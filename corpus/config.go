@@ -259,7 +259,8 @@ type Record struct {
 	Text string `json:"text,omitempty"`
 	// ContentHash is the hex SHA-256 of NormalizeText(Text) (set whenever text was extracted).
 	ContentHash string `json:"content_hash,omitempty"`
-	// SimHash is the 64-bit SimHash as 16 hex digits (set whenever text was extracted).
+	// SimHash is the 64-bit near-duplicate fingerprint (see SimHash) as 16 hex digits (set
+	// whenever text was extracted).
 	SimHash       string    `json:"simhash,omitempty"`
 	DuplicateOf   string    `json:"duplicate_of,omitempty"`
 	DuplicateKind string    `json:"duplicate_kind,omitempty"`

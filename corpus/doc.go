@@ -19,8 +19,10 @@
 //     Such pages stay in WARC, get a record with OptOut set and, unless
 //     Filters.IncludeOptOut, Rejected "opt_out" and no text.
 //   - Exact duplicates by SHA-256 of NormalizeText(text) ('c' family: hash -> first page);
-//     near-duplicates by a 64-bit SimHash of 3-word shingles looked up in a Manku et al.
-//     4-table index of 16-bit blocks (distance <= 3, at most 4 probes; 'n' family). A duplicate
+//     near-duplicates by a 64-bit fingerprint (SimHash: a one-permutation b-bit MinHash of
+//     words placed in their sentences, see simhash.go for why not a textbook SimHash of
+//     shingles) looked up in a Manku et al. 4-table index of 16-bit blocks (distance <= 3, at
+//     most 4 probes; 'n' family). A duplicate
 //     gets a record with duplicate_of / duplicate_kind; export decides whether to keep it.
 //   - The corpus: zstd JSONL shards corpus-<node>-<seq6>.jsonl.zst in Config.OutDir, one
 //     Record a page, rotated at Config.ShardMaxBytes uncompressed; ReadShards reads them back.

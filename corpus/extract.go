@@ -179,7 +179,7 @@ func (e *extractor) analyze(j *Job, body []byte) analysis {
 		return reject(RejectNoText, "")
 	}
 	a.hasText = true
-	a.simhash = simHashNormalized(normalized)
+	a.simhash = SimHash(text)
 	rec.SimHash = fmt.Sprintf("%016x", a.simhash)
 	sum := sha256.Sum256([]byte(normalized))
 	rec.ContentHash = hex.EncodeToString(sum[:])

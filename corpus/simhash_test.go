@@ -9,6 +9,7 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/dgraph-io/badger/v4"
+	"golang.org/x/text/unicode/norm"
 )
 
 func TestNormalizeText(t *testing.T) {
@@ -204,31 +205,53 @@ func openMemDB(t testing.TB) *badger.DB {
 	return db
 }
 
-// simHashReference is the textbook form: +1/-1 per bit per feature, bit set when positive.
+// simHashReference is the fingerprint written plainly: split the text into sentences at the
+// end marks (and long runs at content-defined words), normalize each sentence's words, hash
+// (word, offset, sentence length, previous sentence length), keep the minimum of each of the 64
+// bins, densify, set a bit when its mixed minimum falls in the lowest 30% of the range.
 func simHashReference(text string) uint64 {
-	w := strings.Fields(NormalizeText(text))
-	var feats []string
-	for i := 0; i+ShingleWords <= len(w); i++ {
-		feats = append(feats, strings.Join(w[i:i+ShingleWords], " "))
-	}
-	if len(w) > 0 && len(w) < ShingleWords {
-		feats = []string{strings.Join(w, " ")}
-	}
-	var v [64]int
-	for _, f := range feats {
-		h := xxhash.Sum64String(f)
-		for i := 0; i < 64; i++ {
-			if h>>uint(i)&1 == 1 {
-				v[i]++
-			} else {
-				v[i]--
+	text = norm.NFC.String(text)
+	var sentences [][]string
+	for _, s := range strings.FieldsFunc(text, sentenceEnd) {
+		var cur []string
+		for _, w := range strings.Fields(NormalizeText(s)) {
+			cur = append(cur, w)
+			if len(cur) >= hardSentenceWords || len(cur) >= maxSentenceWords && xxhash.Sum64String(w)%cutEvery == 0 {
+				sentences = append(sentences, cur)
+				cur = nil
 			}
 		}
+		if len(cur) > 0 {
+			sentences = append(sentences, cur)
+		}
+	}
+	if len(sentences) == 0 {
+		return 0
+	}
+	var mins [64]uint64
+	found := [64]bool{}
+	prev := 0
+	for _, s := range sentences {
+		for i, w := range s {
+			f := mix64(xxhash.Sum64String(w) ^ mix64(uint64(prev)<<40|uint64(len(s))<<20|uint64(i)))
+			b := f >> 58
+			if v := f << 6; !found[b] || v < mins[b] {
+				mins[b], found[b] = v, true
+			}
+		}
+		prev = len(s)
 	}
 	var h uint64
-	for i := range v {
-		if v[i] > 0 {
-			h |= 1 << uint(i)
+	for j := 0; j < 64; j++ {
+		m := mins[j]
+		for k := 1; !found[j] && k < 64; k++ {
+			if found[(j+k)%64] {
+				m = mins[(j+k)%64] ^ uint64(k)*0x9e3779b97f4a7c15
+				break
+			}
+		}
+		if float64(mix64(m^uint64(j)*0xc4ceb9fe1a85ec53)) < 0.3*(1<<64) {
+			h |= 1 << uint(j)
 		}
 	}
 	return h
@@ -236,7 +259,9 @@ func simHashReference(text string) uint64 {
 
 func TestSimHashMatchesReference(t *testing.T) {
 	texts := []string{"", "one", "two words", "three words here", strings.Join(words400(3), " "),
-		strings.Join(genParagraphs(4, 30, 90), "\n")} // > 255 features: lanes spill
+		strings.Join(genParagraphs(4, 30, 90), "\n"),                  // many sentences
+		strings.Repeat("no end mark in this long list of words ", 60), // content-defined cuts
+		"Ünïcödé ÉCOLE… straße。 cafe\u0301? ok!"}
 	for _, tx := range texts {
 		if got, want := SimHash(tx), simHashReference(tx); got != want {
 			t.Errorf("%.30q: %016x, reference %016x", tx, got, want)
