@@ -324,16 +324,3 @@ func verifyDigest(field string, data []byte) error {
 	}
 	return nil
 }
-
-// CompleteLength returns the byte length of the complete, verified records at the head of
-// the WARC file at path and how many there are. A damaged or still-being-written tail is
-// not counted, so copying the first end bytes copies only whole records (export uses this
-// while the node is still writing). The error is nil for a damaged tail; it reports only
-// failures to read the file at all.
-func CompleteLength(path string) (end int64, records int, err error) {
-	end, err = scanFile(path, func(_, _ int64, _ *Record) error { records++; return nil })
-	if errors.Is(err, ErrTruncated) || errors.Is(err, ErrCorrupt) || errors.Is(err, ErrDigest) {
-		err = nil
-	}
-	return end, records, err
-}

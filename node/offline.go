@@ -3,7 +3,6 @@ package node
 import (
 	"bufio"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -68,7 +67,11 @@ type ExportOptions struct {
 type ExportStats struct {
 	Records int
 	Skipped int
+	// Damaged lists the unreadable regions of WARC files that the export skipped.
+	Damaged []archive.Damage
 }
+
+func (st *ExportStats) damaged(d archive.Damage) { st.Damaged = append(st.Damaged, d) }
 
 // Export writes a node's outputs. It reads only files (WARC and corpus shards), never
 // Badger, so it works while the node runs: the file being written is read up to its last
@@ -157,27 +160,29 @@ func warcFiles(dir *DataDir) ([]string, error) {
 	return files, nil
 }
 
-// exportWARC concatenates every WARC file's complete records.
+// exportWARC copies every readable record of every WARC file. A damaged region (a torn
+// tail, a bad sector) is skipped and reported; the records around it are kept.
 func exportWARC(dir *DataDir, w io.Writer, st *ExportStats) error {
 	files, err := warcFiles(dir)
 	if err != nil {
 		return err
 	}
 	for _, path := range files {
-		end, n, err := archive.CompleteLength(path)
-		if err != nil {
-			return err
-		}
 		fh, err := os.Open(path)
 		if err != nil {
 			return err
 		}
-		_, err = io.Copy(w, io.LimitReader(fh, end))
+		err = archive.ScanSalvage(path, func(off, length int64, _ *archive.Record) error {
+			if _, err := io.Copy(w, io.NewSectionReader(fh, off, length)); err != nil {
+				return fmt.Errorf("export %s: %w", path, err)
+			}
+			st.Records++
+			return nil
+		}, st.damaged)
 		fh.Close()
 		if err != nil {
-			return fmt.Errorf("export %s: %w", path, err)
+			return err
 		}
-		st.Records += n
 	}
 	return nil
 }
@@ -191,15 +196,15 @@ func exportURLs(dir *DataDir, w io.Writer, st *ExportStats) error {
 	fmt.Fprintln(w, "url\tstatus\tdate\trecord\twarc_file\toffset")
 	for _, path := range files {
 		base := filepath.Base(path)
-		err := archive.Scan(path, func(off int64, r *archive.Record) error {
+		err := archive.ScanSalvage(path, func(off, _ int64, r *archive.Record) error {
 			if r.Type != "response" && r.Type != "revisit" {
 				return nil
 			}
 			st.Records++
 			_, err := fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%s\t%d\n", r.TargetURI, r.HTTPStatus, r.Date.UTC().Format("2006-01-02T15:04:05Z"), r.Type, base, off)
 			return err
-		})
-		if err != nil && !errors.Is(err, archive.ErrTruncated) && !errors.Is(err, archive.ErrCorrupt) {
+		}, st.damaged)
+		if err != nil {
 			return err
 		}
 	}

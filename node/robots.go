@@ -91,7 +91,7 @@ func (n *Node) robotsFor(ctx context.Context, scheme, hostKey string, l *frontie
 		r = fetch.UnreachableRobots(n.cfg.Now())
 	} else {
 		r = fetch.ParseRobots(rr.Status, rr.Body, rr.Finished)
-		n.archiveRobots(rr, key+"/robots.txt")
+		n.archiveRobots(rr)
 	}
 	if r.Unreachable() {
 		// 5xx or unreachable: disallow all for now and try again later; after
@@ -153,22 +153,27 @@ func (n *Node) saveHostMeta(hostKey string, m hostMeta) {
 	}
 }
 
-func (n *Node) archiveRobots(rr *fetch.RobotsResult, url string) {
-	if len(rr.RawRequest) == 0 {
-		return
-	}
-	if rr.FinalURL != "" {
-		url = rr.FinalURL
-	}
-	_, _, err := n.warc.WriteExchange(archive.Exchange{
-		URL:            url,
-		Date:           rr.Started,
-		Request:        rr.RawRequest,
-		ResponseHeader: rr.RawHeader,
-		ResponseBody:   rr.RawBody,
-	})
-	if err != nil {
-		n.log.Error("write WARC (robots.txt)", "url", url, "err", err)
+// archiveRobots writes every hop of a robots.txt fetch (redirects included) as WARC, each
+// marked truncated when its body was cut (robots.txt is read up to 500 KiB).
+func (n *Node) archiveRobots(rr *fetch.RobotsResult) {
+	for _, hop := range rr.Hops {
+		if hop == nil || len(hop.RawRequest) == 0 {
+			continue
+		}
+		ex := archive.Exchange{
+			URL:            hop.URL,
+			Date:           hop.Started,
+			IP:             hop.RemoteIP,
+			Request:        hop.RawRequest,
+			ResponseHeader: hop.RawHeader,
+			ResponseBody:   hop.RawBody,
+		}
+		if hop.Truncated {
+			ex.Truncated = "length"
+		}
+		if _, _, err := n.warc.WriteExchange(ex); err != nil {
+			n.log.Error("write WARC (robots.txt)", "url", hop.URL, "err", err)
+		}
 	}
 }
 

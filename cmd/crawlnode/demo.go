@@ -25,6 +25,10 @@ func runDemo(args []string) error {
 	wcfg := simweb.DefaultConfig()
 	wcfg.Seed = *seed
 	wcfg.Hosts = *hosts
+	// A few of the demo's hosts announce a Crawl-delay (and a few of those carry a trap
+	// space too, up to ~220 budgeted URLs): 100 ms instead of simweb's 500 ms keeps the
+	// demo short while the crawler still honours every delay.
+	wcfg.CrawlDelay = 100 * time.Millisecond
 	web, err := simweb.New(wcfg)
 	if err != nil {
 		return fmt.Errorf("simulated web: %w", err)
@@ -55,6 +59,14 @@ func runDemo(args []string) error {
 		cfg.Delay = 0
 	}
 	cfg.ExitWhenDone = true
+	// The simulated web has hosts whose robots.txt never answers and pages that always
+	// fail: short retries keep the demo to well under a minute.
+	if !flagGiven(f, "robots-retry") {
+		cfg.RobotsRetryBase = 200 * time.Millisecond
+	}
+	if !flagGiven(f, "retry-base") {
+		cfg.RetryBase = 200 * time.Millisecond
+	}
 	if !flagGiven(f, "http") {
 		cfg.HTTPAddr = "127.0.0.1:0" // a free port: the demo must not collide with a running node
 	}

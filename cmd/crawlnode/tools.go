@@ -52,10 +52,16 @@ func runExport(args []string) error {
 		return usageError{"export: --out PATH is required (- for standard output)"}
 	}
 	st, err := node.Export(o)
+	for _, d := range st.Damaged {
+		fmt.Fprintf(os.Stderr, "crawlnode: export: damaged WARC file %s at offset %d (records resume at %d): %v\n", d.File, d.Offset, d.Resume, d.Err)
+	}
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "exported %d records (%d skipped) to %s\n", st.Records, st.Skipped, o.Out)
+	if len(st.Damaged) > 0 {
+		return fmt.Errorf("export: %d damaged regions in WARC files were skipped; every readable record was exported", len(st.Damaged))
+	}
 	return nil
 }
 
