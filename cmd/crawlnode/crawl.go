@@ -40,6 +40,7 @@ type crawlFlags struct {
 	quiet       bool
 	cpuProfile  string
 	memProfile  string
+	languages   string
 }
 
 func newCrawlFlags(name string) *crawlFlags {
@@ -65,6 +66,10 @@ func newCrawlFlags(name string) *crawlFlags {
 	fs.DurationVar(&f.robotsRetry, "robots-retry", 10*time.Second, "first wait after a 5xx/unreachable robots.txt (doubles; host parked after 5 tries)")
 	fs.DurationVar(&c.RetryBase, "retry-base", 2*time.Second, "first backoff of a transiently failed URL (exponential with jitter; dead letter after 5 tries)")
 	fs.IntVar(&c.ExtractWorkers, "extract-workers", 0, "text extraction workers (default: number of CPUs)")
+	fs.IntVar(&c.Filters.MinTextLength, "min-text-length", 200, "corpus: pages with less main text (characters) are rejected")
+	fs.Float64Var(&c.Filters.MaxLinkDensity, "max-link-density", 0.5, "corpus: pages with a larger share of text inside links are rejected")
+	fs.StringVar(&f.languages, "languages", "", "corpus: comma-separated ISO 639-1 codes to keep (empty: all)")
+	fs.BoolVar(&c.Filters.IncludeOptOut, "include-opt-out", false, "corpus: keep the text of pages that opted out (noindex, noai, TDM reservation)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress output")
@@ -106,12 +111,23 @@ func (f *crawlFlags) parse(args []string) error {
 		{f.robotsRetry <= 0, "robots-retry", "> 0"},
 		{c.RetryBase <= 0, "retry-base", "> 0"},
 		{c.ExtractWorkers < 0, "extract-workers", ">= 0"},
+		{c.Filters.MinTextLength < 0, "min-text-length", ">= 0"},
+		{c.Filters.MaxLinkDensity <= 0 || c.Filters.MaxLinkDensity > 1, "max-link-density", "in (0, 1]"},
 	} {
 		if chk.bad {
 			return usageError{fmt.Sprintf("--%s must be %s", chk.flag, chk.want)}
 		}
 	}
 	c.RobotsRetryBase = f.robotsRetry
+	for _, l := range strings.Split(f.languages, ",") {
+		if l = strings.ToLower(strings.TrimSpace(l)); l == "" {
+			continue
+		}
+		if len(l) != 2 || l[0] < 'a' || l[0] > 'z' || l[1] < 'a' || l[1] > 'z' {
+			return usageError{fmt.Sprintf("--languages: %q is not an ISO 639-1 code", l)}
+		}
+		c.Filters.Languages = append(c.Filters.Languages, l)
+	}
 	for _, r := range f.resolve {
 		rule, err := fetch.ParseResolve(r)
 		if err != nil {
