@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -63,8 +64,26 @@ func web(t *testing.T, mutate func(*simweb.Config)) (*simweb.Web, string) {
 // crawler is one run of the binary.
 type crawler struct {
 	cmd    *exec.Cmd
-	stderr bytes.Buffer
+	stderr syncBuffer // the process's stdout and stderr
 	done   chan error
+}
+
+// syncBuffer is a bytes.Buffer that a test may read while the process writes to it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 func startCrawler(t testing.TB, args ...string) *crawler {
