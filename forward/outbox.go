@@ -1,0 +1,833 @@
+package forward
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/crawlnode/crawlnode/ring"
+)
+
+const (
+	famOutbox    = 'o'
+	keyLen       = 1 + 2 + 8
+	entryVersion = 1
+	// maxBatchesPerDrain bounds how many batches one drain sends to a peer before it hands
+	// the turn back to the loop (so that a steady stream of Adds cannot keep it forever).
+	maxBatchesPerDrain = 16
+)
+
+// Outbox is the durable per-partition queue of links for hosts other nodes own, and the
+// sender that ships them. Add may be called before Start and after Shutdown; it is safe for
+// concurrent use.
+type Outbox struct {
+	cfg Config
+	db  *badger.DB
+	log *slog.Logger
+
+	mu       sync.Mutex
+	queued   [ring.PartitionCount]int // links stored per partition (and reserved by Adds in progress)
+	total    int
+	seq      uint64 // last sequence number used
+	recent   *recentCache
+	claimed  [ring.PartitionCount]bool // partition taken by a drain in flight
+	busy     map[string]bool           // peer -> a drain is in flight
+	peers    map[string]*peerState     // per-peer backoff
+	holds    map[uint16]hold           // refused partitions waiting
+	counters counters
+	started  bool
+
+	kick   chan struct{}
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+type peerState struct {
+	failures int
+	until    time.Time
+}
+
+// hold keeps a partition that peer refused at epoch from being sent to that same owner and
+// epoch again before until.
+type hold struct {
+	peer     string
+	epoch    uint64
+	refusals int
+	until    time.Time
+}
+
+type counters struct {
+	sentBatches, sentLinks, sentBytes int64
+	localLinks                        int64
+	failures, refused                 int64
+	recentHits, invalid, full         int64
+	corrupt                           int64
+}
+
+// New builds an Outbox over cfg.DB and counts the links already stored there (a restart
+// resumes where the last run stopped). It does not start sending: call Start.
+func New(cfg Config) (*Outbox, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	o := &Outbox{
+		cfg:    cfg,
+		db:     cfg.DB,
+		log:    cfg.Logger.With("component", "forward"),
+		recent: newRecentCache(cfg.RecentCache),
+		busy:   make(map[string]bool),
+		peers:  make(map[string]*peerState),
+		holds:  make(map[uint16]hold),
+		kick:   make(chan struct{}, 1),
+	}
+	if err := o.load(); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// load counts the stored links per partition and finds the last sequence number.
+func (o *Outbox) load() error {
+	return o.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{famOutbox}, PrefetchValues: true, PrefetchSize: 64})
+		defer it.Close()
+		for it.Seek([]byte{famOutbox}); it.ValidForPrefix([]byte{famOutbox}); it.Next() {
+			item := it.Item()
+			part, seq, ok := parseKey(item.Key())
+			if !ok {
+				o.log.Warn("ignoring malformed outbox key", "key", fmt.Sprintf("%x", item.Key()))
+				continue
+			}
+			o.seq = max(o.seq, seq)
+			var n int
+			if err := item.Value(func(v []byte) error {
+				n, ok = entryCount(v)
+				return nil
+			}); err != nil {
+				return fmt.Errorf("forward: load outbox: %w", err)
+			}
+			if !ok {
+				o.log.Warn("corrupt outbox entry; it will be dropped when sent", "partition", part)
+				continue
+			}
+			o.queued[part] += n
+			o.total += n
+		}
+		return nil
+	})
+}
+
+func outboxKey(part uint16, seq uint64) []byte {
+	k := make([]byte, keyLen)
+	k[0] = famOutbox
+	binary.BigEndian.PutUint16(k[1:], part)
+	binary.BigEndian.PutUint64(k[3:], seq)
+	return k
+}
+
+func partitionPrefix(part uint16) []byte {
+	return []byte{famOutbox, byte(part >> 8), byte(part)}
+}
+
+func parseKey(k []byte) (part uint16, seq uint64, ok bool) {
+	if len(k) != keyLen || k[0] != famOutbox {
+		return 0, 0, false
+	}
+	part = binary.BigEndian.Uint16(k[1:])
+	if part >= ring.PartitionCount {
+		return 0, 0, false
+	}
+	return part, binary.BigEndian.Uint64(k[3:]), true
+}
+
+// encodeEntry encodes a stored entry: a version byte and a link section (see Encode),
+// uncompressed (Badger's own block compression applies).
+func encodeEntry(links []Link) []byte {
+	return appendLinks([]byte{entryVersion}, links)
+}
+
+// entryCount reads an entry's link count without decoding it.
+func entryCount(v []byte) (int, bool) {
+	if len(v) < 2 || v[0] != entryVersion {
+		return 0, false
+	}
+	n, k := binary.Uvarint(v[1:])
+	if k <= 0 || n > MaxBatchLinks {
+		return 0, false
+	}
+	return int(n), true
+}
+
+func decodeEntry(v []byte) ([]Link, error) {
+	if len(v) < 2 || v[0] != entryVersion {
+		return nil, fmt.Errorf("%w: outbox entry header", ErrCorrupt)
+	}
+	r := reader{b: v[1:]}
+	links := r.links(&linkBudget{links: MaxBatchLinks, urlBytes: MaxBatchURLBytes})
+	if r.err == nil && len(r.b) != 0 {
+		r.fail("trailing bytes in outbox entry")
+	}
+	return links, r.err
+}
+
+type pending struct {
+	part   uint16
+	hashes []uint64
+	links  []Link
+}
+
+// Add queues links durably: when it returns nil, the links are in Badger (one WriteBatch,
+// as durable as the DB's SyncWrites setting makes it). Links with an empty or over-long URL
+// or without a host are skipped (Stats.Invalid); URLs queued recently or repeated within
+// the call are skipped (Stats.RecentHits). When the links left would take the outbox past
+// MaxQueued, nothing is queued and Add returns ErrFull: the caller slows down and retries.
+func (o *Outbox) Add(links []Link) error {
+	if len(links) == 0 {
+		return nil
+	}
+	byPart := make(map[uint16]*pending)
+	var order []uint16
+	invalid := 0
+	for _, l := range links {
+		if checkLink(l) != nil {
+			invalid++
+			continue
+		}
+		p, ok := PartitionOfURL(l.URL)
+		if !ok {
+			invalid++
+			continue
+		}
+		pd := byPart[p]
+		if pd == nil {
+			pd = &pending{part: p}
+			byPart[p] = pd
+			order = append(order, p)
+		}
+		pd.links = append(pd.links, l)
+		pd.hashes = append(pd.hashes, xxhash.Sum64String(l.URL))
+	}
+
+	// Reserve: filter repeats, check the limit, take sequence numbers, all under the lock
+	// so that two concurrent Adds of one URL queue it once.
+	o.mu.Lock()
+	o.counters.invalid += int64(invalid)
+	hits, n := 0, 0
+	inCall := make(map[uint64]struct{}, len(links))
+	for _, p := range order {
+		pd := byPart[p]
+		keep := 0
+		for i, h := range pd.hashes {
+			_, dup := inCall[h]
+			if dup || o.recent.has(h) {
+				hits++
+				continue
+			}
+			inCall[h] = struct{}{}
+			pd.links[keep], pd.hashes[keep] = pd.links[i], h
+			keep++
+		}
+		pd.links, pd.hashes = pd.links[:keep], pd.hashes[:keep]
+		n += keep
+	}
+	o.counters.recentHits += int64(hits)
+	if n == 0 {
+		o.mu.Unlock()
+		return nil
+	}
+	if o.total+n > o.cfg.MaxQueued {
+		o.counters.full++
+		o.mu.Unlock()
+		return fmt.Errorf("%w: %d queued + %d new > %d", ErrFull, o.total, n, o.cfg.MaxQueued)
+	}
+	type entry struct {
+		key   []byte
+		links []Link
+	}
+	var entries []entry
+	for _, p := range order {
+		pd := byPart[p]
+		for _, chunk := range o.chunks(pd.links) {
+			o.seq++
+			entries = append(entries, entry{outboxKey(p, o.seq), chunk})
+		}
+		o.queued[p] += len(pd.links)
+		for _, h := range pd.hashes {
+			o.recent.add(h)
+		}
+	}
+	o.total += n
+	o.mu.Unlock()
+
+	wb := o.db.NewWriteBatch()
+	defer wb.Cancel()
+	var err error
+	for _, e := range entries {
+		if err = wb.Set(e.key, encodeEntry(e.links)); err != nil {
+			break
+		}
+	}
+	if err == nil {
+		err = wb.Flush()
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err != nil {
+		// Undo the reservation. Entries of a failed WriteBatch may be partly written;
+		// those are counted again at the next New and sent (duplicates are harmless).
+		for _, p := range order {
+			pd := byPart[p]
+			o.queued[p] -= len(pd.links)
+			for _, h := range pd.hashes {
+				o.recent.remove(h)
+			}
+		}
+		o.total -= n
+		return fmt.Errorf("forward: write outbox: %w", err)
+	}
+	for _, p := range order {
+		if o.queued[p] >= o.cfg.BatchLinks {
+			select {
+			case o.kick <- struct{}{}:
+			default:
+			}
+			break
+		}
+	}
+	return nil
+}
+
+// chunks splits the links of one partition into entries of at most BatchLinks links and
+// BatchURLBytes URL bytes, so that any entry fits in one batch.
+func (o *Outbox) chunks(links []Link) [][]Link {
+	var out [][]Link
+	start, bytes := 0, 0
+	for i, l := range links {
+		if i > start && (i-start >= o.cfg.BatchLinks || bytes+len(l.URL) > o.cfg.BatchURLBytes) {
+			out = append(out, links[start:i])
+			start, bytes = i, 0
+		}
+		bytes += len(l.URL)
+	}
+	return append(out, links[start:])
+}
+
+// Queued returns the number of links in the outbox.
+func (o *Outbox) Queued() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.total
+}
+
+// Start runs the sender until ctx ends or Shutdown is called.
+func (o *Outbox) Start(ctx context.Context) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.started {
+		return fmt.Errorf("%w: already started", ErrConfig)
+	}
+	o.started = true
+	ctx, o.cancel = context.WithCancel(ctx)
+	o.wg.Add(1)
+	go o.loop(ctx)
+	return nil
+}
+
+// Shutdown stops the sender and waits for sends in flight to end (they are canceled; their
+// links stay queued), or for ctx.
+func (o *Outbox) Shutdown(ctx context.Context) error {
+	o.mu.Lock()
+	cancel := o.cancel
+	o.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	done := make(chan struct{})
+	go func() { o.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (o *Outbox) loop(ctx context.Context) {
+	defer o.wg.Done()
+	t := time.NewTicker(o.cfg.SendInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-o.kick:
+		}
+		o.round(ctx)
+	}
+}
+
+// target is a partition with the epoch its owner was resolved at.
+type target struct {
+	part  uint16
+	epoch uint64
+}
+
+// round resolves the owner of every partition with queued links and starts one drain per
+// owner that is neither busy nor backing off.
+func (o *Outbox) round(ctx context.Context) {
+	o.mu.Lock()
+	var parts []uint16
+	for p := range o.queued {
+		if o.queued[p] > 0 && !o.claimed[p] {
+			parts = append(parts, uint16(p))
+		}
+	}
+	o.mu.Unlock()
+	if len(parts) == 0 {
+		return
+	}
+	groups := make(map[string][]target)
+	for _, p := range parts {
+		peer, epoch, ok := o.cfg.OwnerOf(p)
+		if !ok || peer == "" {
+			continue
+		}
+		groups[peer] = append(groups[peer], target{p, epoch})
+	}
+	now := o.cfg.Now()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, peer := range slices.Sorted(maps.Keys(groups)) {
+		if o.busy[peer] {
+			continue
+		}
+		if st := o.peers[peer]; st != nil && now.Before(st.until) {
+			continue
+		}
+		var ts []target
+		for _, t := range groups[peer] {
+			if h, ok := o.holds[t.part]; ok {
+				if h.peer == peer && h.epoch == t.epoch && now.Before(h.until) {
+					continue
+				}
+				if h.peer != peer || h.epoch != t.epoch {
+					delete(o.holds, t.part) // the owner changed: try the new one at once
+				}
+			}
+			if o.claimed[t.part] {
+				continue
+			}
+			ts = append(ts, t)
+		}
+		if len(ts) == 0 {
+			continue
+		}
+		for _, t := range ts {
+			o.claimed[t.part] = true
+		}
+		o.busy[peer] = true
+		o.wg.Add(1)
+		go o.drain(ctx, peer, ts)
+	}
+}
+
+// drain sends batches of the claimed partitions ts to peer (or to Local when peer is
+// Self) until they are empty, a send fails, or maxBatchesPerDrain batches went out.
+func (o *Outbox) drain(ctx context.Context, peer string, ts []target) {
+	defer o.wg.Done()
+	defer func() {
+		o.mu.Lock()
+		for _, t := range ts {
+			o.claimed[t.part] = false
+		}
+		delete(o.busy, peer)
+		o.mu.Unlock()
+	}()
+	for range maxBatchesPerDrain {
+		if ctx.Err() != nil || len(ts) == 0 {
+			return
+		}
+		// Re-resolve at send time: partitions that moved go back to the loop.
+		keep := ts[:0]
+		for _, t := range ts {
+			owner, epoch, ok := o.cfg.OwnerOf(t.part)
+			if ok && owner == peer {
+				t.epoch = epoch
+				keep = append(keep, t)
+				continue
+			}
+			o.mu.Lock()
+			o.claimed[t.part] = false
+			o.mu.Unlock()
+		}
+		ts = keep
+		if len(ts) == 0 {
+			return
+		}
+		bb, err := o.buildBatch(ts)
+		if err != nil {
+			o.log.Error("read outbox", "peer", peer, "err", err)
+			return
+		}
+		if len(bb.keys) == 0 {
+			return
+		}
+		refused, err := o.deliver(ctx, peer, bb)
+		if err != nil {
+			if ctx.Err() == nil {
+				o.failed(peer, bb, err)
+			}
+			return
+		}
+		o.acked(peer, bb, refused)
+		// Partitions drained by this batch or refused are done for this drain.
+		keep = ts[:0]
+		for _, t := range ts {
+			if bb.drained[t.part] || refused[t.part] {
+				o.mu.Lock()
+				o.claimed[t.part] = false
+				o.mu.Unlock()
+				continue
+			}
+			keep = append(keep, t)
+		}
+		ts = keep
+	}
+}
+
+// builtBatch is a batch with the outbox entries it came from.
+type builtBatch struct {
+	batch         Batch
+	keys          [][]byte
+	counts        map[uint16]int // stored links per partition (before dedup)
+	keyPart       []uint16
+	drained       map[uint16]bool // every entry of the partition is in the batch
+	links         int
+	corrupt       [][]byte // entries that failed to decode: deleted with the batch
+	corruptCounts map[uint16]int
+}
+
+// buildBatch reads entries of ts, in order, until BatchLinks or BatchURLBytes would be
+// passed (at least one entry). Links repeated within a partition are sent once.
+func (o *Outbox) buildBatch(ts []target) (*builtBatch, error) {
+	bb := &builtBatch{
+		batch:         Batch{From: o.cfg.Self},
+		counts:        make(map[uint16]int),
+		drained:       make(map[uint16]bool),
+		corruptCounts: make(map[uint16]int),
+	}
+	urlBytes := 0
+	full := false
+	err := o.db.View(func(txn *badger.Txn) error {
+		for _, t := range ts {
+			if full {
+				return nil
+			}
+			prefix := partitionPrefix(t.part)
+			it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: true, PrefetchSize: 16})
+			var links []Link
+			drained := true
+			for it.Seek(prefix); it.ValidForPrefix(prefix); it.Next() {
+				item := it.Item()
+				var n, ub int
+				var entryLinks []Link
+				var derr error
+				if err := item.Value(func(v []byte) error {
+					entryLinks, derr = decodeEntry(v)
+					n, _ = entryCount(v)
+					return nil
+				}); err != nil {
+					it.Close()
+					return err
+				}
+				key := item.KeyCopy(nil)
+				if derr != nil {
+					o.log.Error("dropping corrupt outbox entry", "partition", t.part, "err", derr)
+					bb.corrupt = append(bb.corrupt, key)
+					bb.corruptCounts[t.part] += n
+					continue
+				}
+				for _, l := range entryLinks {
+					ub += len(l.URL)
+				}
+				if bb.links > 0 && (bb.links+n > o.cfg.BatchLinks || urlBytes+ub > o.cfg.BatchURLBytes) {
+					drained, full = false, true
+					break
+				}
+				bb.keys = append(bb.keys, key)
+				bb.keyPart = append(bb.keyPart, t.part)
+				bb.counts[t.part] += n
+				bb.links += n
+				urlBytes += ub
+				links = append(links, entryLinks...)
+			}
+			it.Close()
+			bb.drained[t.part] = drained
+			if len(links) > 0 {
+				bb.batch.Partitions = append(bb.batch.Partitions,
+					PartitionLinks{Partition: t.part, Epoch: t.epoch, Links: dedupLinks(links)})
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("forward: read outbox: %w", err)
+	}
+	if len(bb.keys) == 0 && len(bb.corrupt) > 0 {
+		// Only corrupt entries: delete them now.
+		if err := o.deleteEntries(bb.corrupt); err != nil {
+			return nil, fmt.Errorf("forward: delete corrupt entries: %w", err)
+		}
+		o.mu.Lock()
+		o.uncount(bb.corruptCounts)
+		o.counters.corrupt += int64(len(bb.corrupt))
+		o.mu.Unlock()
+	}
+	return bb, nil
+}
+
+// dedupLinks sorts links by URL and keeps one link per URL: the one with the best
+// (lowest) priority, then the lowest depth.
+func dedupLinks(links []Link) []Link {
+	slices.SortStableFunc(links, func(a, b Link) int {
+		if c := cmpURL(a, b); c != 0 {
+			return c
+		}
+		if a.Priority != b.Priority {
+			return int(a.Priority) - int(b.Priority)
+		}
+		return int(a.Depth) - int(b.Depth)
+	})
+	return slices.CompactFunc(links, func(a, b Link) bool { return a.URL == b.URL })
+}
+
+// deliver sends bb to peer, or hands it to Local when peer is Self. It returns the
+// partitions the peer refused (nil error) or an error when nothing was committed.
+func (o *Outbox) deliver(ctx context.Context, peer string, bb *builtBatch) (map[uint16]bool, error) {
+	if peer == o.cfg.Self {
+		var all []Link
+		for _, p := range bb.batch.Partitions {
+			all = append(all, p.Links...)
+		}
+		if err := o.cfg.Local(all); err != nil {
+			return nil, fmt.Errorf("local: %w", err)
+		}
+		return nil, nil
+	}
+	enc, err := Encode(bb.batch)
+	if err != nil {
+		return nil, err
+	}
+	bb.batch.enc = enc
+	sctx, cancel := context.WithTimeout(ctx, o.cfg.SendTimeout)
+	defer cancel()
+	err = o.cfg.Send(sctx, peer, bb.batch)
+	if err == nil {
+		return nil, nil
+	}
+	var re *RefusedError
+	if !errors.As(err, &re) {
+		return nil, err
+	}
+	refused := make(map[uint16]bool)
+	for _, p := range re.Partitions {
+		refused[p] = true
+	}
+	return refused, nil
+}
+
+// acked deletes the entries of bb except those of refused partitions, and records the
+// refusals as holds.
+func (o *Outbox) acked(peer string, bb *builtBatch, refused map[uint16]bool) {
+	var keys [][]byte
+	counts := make(map[uint16]int)
+	for i, k := range bb.keys {
+		p := bb.keyPart[i]
+		if refused[p] {
+			continue
+		}
+		keys = append(keys, k)
+	}
+	for p, n := range bb.counts {
+		if !refused[p] {
+			counts[p] = n
+		}
+	}
+	for p, n := range bb.corruptCounts {
+		counts[p] += n
+	}
+	keys = append(keys, bb.corrupt...)
+	delErr := o.deleteEntries(keys)
+	if delErr != nil {
+		// The receiver committed them already; sending them again is harmless.
+		o.log.Error("delete sent outbox entries; they will be sent again", "peer", peer, "err", delErr)
+	}
+
+	now := o.cfg.Now()
+	sentLinks := 0
+	for _, p := range bb.batch.Partitions {
+		if !refused[p.Partition] {
+			sentLinks += len(p.Links)
+		}
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if delErr == nil {
+		o.uncount(counts)
+		o.counters.corrupt += int64(len(bb.corrupt))
+	}
+	delete(o.peers, peer)
+	var held []uint16
+	if peer == o.cfg.Self {
+		o.counters.localLinks += int64(sentLinks)
+	} else {
+		o.counters.sentBatches++
+		o.counters.sentLinks += int64(sentLinks)
+		o.counters.sentBytes += int64(len(bb.batch.enc))
+	}
+	for _, p := range bb.batch.Partitions {
+		if !refused[p.Partition] {
+			delete(o.holds, p.Partition)
+			continue
+		}
+		o.counters.refused++
+		h := o.holds[p.Partition]
+		if h.peer != peer || h.epoch != p.Epoch {
+			h = hold{peer: peer, epoch: p.Epoch}
+		}
+		h.refusals++
+		h.until = now.Add(o.backoff(h.refusals))
+		o.holds[p.Partition] = h
+		held = append(held, p.Partition)
+	}
+	if len(held) > 0 {
+		o.log.Info("peer refused partitions; holding them until the owner or epoch changes or the hold ends",
+			"peer", peer, "partitions", held)
+	}
+}
+
+// failed records a failed send: the peer backs off, the entries stay.
+func (o *Outbox) failed(peer string, bb *builtBatch, err error) {
+	now := o.cfg.Now()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.counters.failures++
+	st := o.peers[peer]
+	if st == nil {
+		st = &peerState{}
+		o.peers[peer] = st
+	}
+	st.failures++
+	d := o.backoff(st.failures)
+	st.until = now.Add(d)
+	o.log.Warn("forward failed; backing off", "peer", peer, "links", bb.links,
+		"failures", st.failures, "backoff", d, "err", err)
+}
+
+// backoff is min(BackoffMax, BackoffBase*2^(n-1)) plus up to 25% jitter. Called with mu held.
+func (o *Outbox) backoff(n int) time.Duration {
+	d := o.cfg.BackoffMax
+	if n < 32 {
+		if b := o.cfg.BackoffBase << (n - 1); b > 0 && b < d {
+			d = b
+		}
+	}
+	return d + time.Duration(rand.Int64N(int64(d)/4+1))
+}
+
+// deleteEntries deletes sent entries from Badger; the caller uncounts them (uncount).
+func (o *Outbox) deleteEntries(keys [][]byte) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	wb := o.db.NewWriteBatch()
+	defer wb.Cancel()
+	for _, k := range keys {
+		if err := wb.Delete(k); err != nil {
+			return err
+		}
+	}
+	return wb.Flush()
+}
+
+// uncount subtracts deleted links from the queue counts. Called with mu held.
+func (o *Outbox) uncount(counts map[uint16]int) {
+	for p, n := range counts {
+		o.queued[p] -= n
+		o.total -= n
+	}
+}
+
+// Stats are the outbox's counters.
+type Stats struct {
+	Queued            int                  // links in the outbox
+	QueuedByPartition map[uint16]int       // partitions with queued links only
+	QueuedByPeer      map[string]int       // by current owner (OwnerOf now); "" = no owner known
+	SentBatches       int64                // batches a peer answered with 200 or 409 (partial)
+	SentLinks         int64                // links a peer committed (after dedup within a batch)
+	SentBytes         int64                // wire bytes of those batches (refused parts included)
+	BytesPerLink      float64              // SentBytes / SentLinks: wire bytes per forwarded link
+	LocalLinks        int64                // links handed to Local
+	Failures          int64                // failed sends (their links stayed queued)
+	Refused           int64                // partitions refused by a peer (409), each time
+	RecentHits        int64                // links skipped by Add as recently queued or repeated
+	Invalid           int64                // links skipped by Add: no URL, too long, no host
+	FullRejections    int64                // Add calls refused with ErrFull
+	CorruptDropped    int64                // stored entries that did not decode and were dropped
+	BackingOff        map[string]time.Time // peer -> no send before
+	RecentCached      int                  // URL hashes in the recent cache
+}
+
+// Stats returns a snapshot of the counters. QueuedByPeer calls OwnerOf.
+func (o *Outbox) Stats() Stats {
+	o.mu.Lock()
+	s := Stats{
+		Queued:            o.total,
+		QueuedByPartition: make(map[uint16]int),
+		QueuedByPeer:      make(map[string]int),
+		SentBatches:       o.counters.sentBatches,
+		SentLinks:         o.counters.sentLinks,
+		SentBytes:         o.counters.sentBytes,
+		LocalLinks:        o.counters.localLinks,
+		Failures:          o.counters.failures,
+		Refused:           o.counters.refused,
+		RecentHits:        o.counters.recentHits,
+		Invalid:           o.counters.invalid,
+		FullRejections:    o.counters.full,
+		CorruptDropped:    o.counters.corrupt,
+		BackingOff:        make(map[string]time.Time),
+		RecentCached:      o.recent.len(),
+	}
+	for p, n := range o.queued {
+		if n > 0 {
+			s.QueuedByPartition[uint16(p)] = n
+		}
+	}
+	for peer, st := range o.peers {
+		s.BackingOff[peer] = st.until
+	}
+	o.mu.Unlock()
+	if s.SentLinks > 0 {
+		s.BytesPerLink = float64(s.SentBytes) / float64(s.SentLinks)
+	}
+	for p, n := range s.QueuedByPartition {
+		peer, _, ok := o.cfg.OwnerOf(p)
+		if !ok {
+			peer = ""
+		}
+		s.QueuedByPeer[peer] += n
+	}
+	return s
+}

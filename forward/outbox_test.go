@@ -1,0 +1,709 @@
+package forward
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/crawlnode/crawlnode/ring"
+)
+
+// table is a fake lease table: partition -> owner and epoch.
+type table struct {
+	mu     sync.Mutex
+	owners [ring.PartitionCount]string
+	epochs [ring.PartitionCount]uint64
+}
+
+func (t *table) OwnerOf(p uint16) (string, uint64, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if int(p) >= len(t.owners) || t.owners[p] == "" {
+		return "", 0, false
+	}
+	return t.owners[p], t.epochs[p], true
+}
+
+// setRing places partitions with ring.New(members); partitions that change owner get epoch.
+func (t *table) setRing(members []string, epoch uint64) {
+	r := ring.New(members, ring.Config{})
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for p := range t.owners {
+		o := r.Owner(uint16(p))
+		if o != t.owners[p] {
+			t.owners[p], t.epochs[p] = o, epoch
+		}
+	}
+}
+
+func (t *table) set(p uint16, owner string, epoch uint64) {
+	t.mu.Lock()
+	t.owners[p], t.epochs[p] = owner, epoch
+	t.mu.Unlock()
+}
+
+// peers is a fake set of receivers: they commit the partitions they own at the batch's
+// epoch (per the table) and refuse the others, like the real node.
+type peers struct {
+	tab *table
+	mu  sync.Mutex
+	got map[string]map[string]int // peer -> URL -> deliveries
+	// fail, when it returns an error for a peer, fails the whole send.
+	fail  func(peer string) error
+	calls map[string]int
+	t     testing.TB
+}
+
+func newPeers(t testing.TB, tab *table) *peers {
+	return &peers{tab: tab, got: map[string]map[string]int{}, calls: map[string]int{}, t: t}
+}
+
+func (ps *peers) Send(ctx context.Context, peer string, b Batch) error {
+	ps.mu.Lock()
+	ps.calls[peer]++
+	fail := ps.fail
+	ps.mu.Unlock()
+	if fail != nil {
+		if err := fail(peer); err != nil {
+			return err
+		}
+	}
+	// What goes on the wire must be what the outbox meant to send.
+	if b.enc == nil {
+		ps.t.Error("outbox sent a batch without its encoding")
+		return errors.New("no encoding")
+	}
+	dec, err := Decode(b.enc)
+	if err != nil {
+		ps.t.Errorf("decode sent batch: %v", err)
+		return err
+	}
+	b.enc = nil
+	if !reflect.DeepEqual(dec, b) {
+		ps.t.Errorf("wire batch differs from the batch")
+	}
+	var refused []uint16
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	for _, p := range dec.Partitions {
+		owner, epoch, ok := ps.tab.OwnerOf(p.Partition)
+		if !ok || owner != peer || epoch != p.Epoch {
+			refused = append(refused, p.Partition)
+			continue
+		}
+		if ps.got[peer] == nil {
+			ps.got[peer] = map[string]int{}
+		}
+		for _, l := range p.Links {
+			if q, _ := PartitionOfURL(l.URL); q != p.Partition {
+				ps.t.Errorf("link %s in partition %d, belongs to %d", l.URL, p.Partition, q)
+			}
+			ps.got[peer][l.URL]++
+		}
+	}
+	if len(refused) > 0 {
+		return &RefusedError{Peer: peer, Partitions: refused}
+	}
+	return nil
+}
+
+func (ps *peers) count(peer string) int {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	return len(ps.got[peer])
+}
+
+func (ps *peers) callCount(peer string) int {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	return ps.calls[peer]
+}
+
+// localSink records links handed to Local.
+type localSink struct {
+	mu   sync.Mutex
+	got  map[string]int
+	fail atomic.Int32 // fail this many calls
+}
+
+func (l *localSink) Local(links []Link) error {
+	if l.fail.Load() > 0 {
+		l.fail.Add(-1)
+		return errors.New("frontier busy")
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.got == nil {
+		l.got = map[string]int{}
+	}
+	for _, k := range links {
+		l.got[k.URL]++
+	}
+	return nil
+}
+
+func (l *localSink) count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.got)
+}
+
+func newOutbox(t testing.TB, cfg Config) *Outbox {
+	t.Helper()
+	if cfg.Self == "" {
+		cfg.Self = "self"
+	}
+	if cfg.Logger == nil && !testing.Verbose() {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Local == nil {
+		cfg.Local = func([]Link) error { return errors.New("no local sink in this test") }
+	}
+	o, err := New(TestConfig(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+func start(t testing.TB, o *Outbox) {
+	t.Helper()
+	if err := o.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := o.Shutdown(ctx); err != nil {
+			t.Error(err)
+		}
+	})
+}
+
+func TestConfigValidate(t *testing.T) {
+	db := memDB(t)
+	ok := Config{DB: db, Self: "n", OwnerOf: (&table{}).OwnerOf,
+		Send: func(context.Context, string, Batch) error { return nil }, Local: func([]Link) error { return nil }}
+	cases := []struct {
+		name string
+		mod  func(*Config)
+		ok   bool
+	}{
+		{"defaults", func(*Config) {}, true},
+		{"no db", func(c *Config) { c.DB = nil }, false},
+		{"no self", func(c *Config) { c.Self = "" }, false},
+		{"no owner", func(c *Config) { c.OwnerOf = nil }, false},
+		{"no send", func(c *Config) { c.Send = nil }, false},
+		{"no local", func(c *Config) { c.Local = nil }, false},
+		{"negative max queued", func(c *Config) { c.MaxQueued = -1 }, false},
+		{"batch too big", func(c *Config) { c.BatchLinks = MaxBatchLinks + 1 }, false},
+		{"url bytes too small", func(c *Config) { c.BatchURLBytes = 100 }, false},
+		{"backoff inverted", func(c *Config) { c.BackoffBase, c.BackoffMax = time.Second, time.Millisecond }, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := ok
+			c.mod(&cfg)
+			err := cfg.WithDefaults().Validate()
+			if (err == nil) != c.ok {
+				t.Fatalf("Validate = %v, want ok=%v", err, c.ok)
+			}
+			if err != nil && !errors.Is(err, ErrConfig) {
+				t.Fatalf("not ErrConfig: %v", err)
+			}
+		})
+	}
+	d := Config{}.WithDefaults()
+	if d.MaxQueued != 5_000_000 || d.BatchLinks != 2000 || d.SendInterval != 200*time.Millisecond || d.RecentCache != 200_000 {
+		t.Fatalf("defaults: %+v", d)
+	}
+}
+
+func urlsOf(links []Link) []string {
+	out := make([]string, len(links))
+	for i, l := range links {
+		out[i] = l.URL
+	}
+	return out
+}
+
+func TestAddDurable(t *testing.T) {
+	dir := t.TempDir()
+	open := func() *badger.DB {
+		db, err := badger.Open(badger.DefaultOptions(dir).WithLogger(nil).WithSyncWrites(true))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return db
+	}
+	tab := &table{}
+	tab.setRing([]string{"a"}, 1)
+	links := simLinks(1000, 40, 1)
+
+	db := open()
+	o := newOutbox(t, Config{DB: db, OwnerOf: tab.OwnerOf, Send: func(context.Context, string, Batch) error {
+		return errors.New("never started")
+	}, BatchLinks: 64})
+	for i := 0; i < len(links); i += 100 {
+		if err := o.Add(links[i : i+100]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := o.Stats()
+	if before.Queued != 1000 {
+		t.Fatalf("queued %d", before.Queued)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	db = open()
+	defer db.Close()
+	ps := newPeers(t, tab)
+	o = newOutbox(t, Config{DB: db, OwnerOf: tab.OwnerOf, Send: ps.Send, BatchLinks: 64})
+	after := o.Stats()
+	if after.Queued != 1000 || !reflect.DeepEqual(after.QueuedByPartition, before.QueuedByPartition) {
+		t.Fatalf("after reopen: queued %d, by partition equal %v", after.Queued,
+			reflect.DeepEqual(after.QueuedByPartition, before.QueuedByPartition))
+	}
+	if after.QueuedByPeer["a"] != 1000 {
+		t.Fatalf("queued by peer %v", after.QueuedByPeer)
+	}
+	// Sequence numbers continue after the stored ones: new entries do not overwrite old ones.
+	more := simLinks(1100, 40, 1)[1000:]
+	if err := o.Add(more); err != nil {
+		t.Fatal(err)
+	}
+	start(t, o)
+	waitFor(t, "outbox drained", 10*time.Second, func() bool { return o.Queued() == 0 })
+	want := urlsOf(append(slices.Clone(links), more...))
+	if ps.count("a") != len(want) {
+		t.Fatalf("delivered %d distinct, want %d", ps.count("a"), len(want))
+	}
+	for _, u := range want {
+		if n := ps.got["a"][u]; n != 1 {
+			t.Fatalf("%s delivered %d times", u, n)
+		}
+	}
+	st := o.Stats()
+	if st.SentLinks != int64(len(want)) || st.SentBytes == 0 || st.BytesPerLink <= 0 || st.SentBatches < int64(len(want)/64) {
+		t.Fatalf("stats %+v", st)
+	}
+	// Nothing left under the 'o' family.
+	if n := countKeys(t, db, famOutbox); n != 0 {
+		t.Fatalf("%d outbox keys left", n)
+	}
+}
+
+func countKeys(t testing.TB, db *badger.DB, fam byte) int {
+	n := 0
+	err := db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{fam}})
+		defer it.Close()
+		for it.Seek([]byte{fam}); it.ValidForPrefix([]byte{fam}); it.Next() {
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestRingChangeExactlyOnce: links are delivered exactly once, each to the owner at the time
+// of the send, while the ring changes under the sender (b leaves, d joins, self is a member).
+func TestRingChangeExactlyOnce(t *testing.T) {
+	tab := &table{}
+	tab.setRing([]string{"self", "a", "b", "c"}, 1)
+	ps := newPeers(t, tab)
+	var sends atomic.Int32
+	changed := make(chan struct{})
+	var before map[string]int
+	var once sync.Once
+	ps.fail = func(peer string) error {
+		if sends.Add(1) < 12 {
+			return nil
+		}
+		// Snapshot and change the table under ps.mu, where receivers check ownership, so
+		// that no commit to b slips in between.
+		ps.mu.Lock()
+		defer ps.mu.Unlock()
+		if len(ps.got["b"]) == 0 {
+			return nil
+		}
+		once.Do(func() {
+			before = map[string]int{"a": len(ps.got["a"]), "b": len(ps.got["b"]), "c": len(ps.got["c"])}
+			tab.setRing([]string{"self", "a", "c", "d"}, 2)
+			close(changed)
+		})
+		return nil
+	}
+	local := &localSink{}
+	o := newOutbox(t, Config{DB: memDB(t), OwnerOf: tab.OwnerOf, Send: ps.Send, Local: local.Local, BatchLinks: 100})
+	links := simLinks(6000, 200, 7)
+	if err := o.Add(links[:3000]); err != nil {
+		t.Fatal(err)
+	}
+	start(t, o)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for i := 3000; i < 6000; i += 50 {
+			if err := o.Add(links[i : i+50]); err != nil {
+				t.Error(err)
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	})
+	wg.Wait()
+	waitFor(t, "ring change", 10*time.Second, func() bool {
+		select {
+		case <-changed:
+			return true
+		default:
+			return false
+		}
+	})
+	waitFor(t, "outbox drained", 20*time.Second, func() bool { return o.Queued() == 0 })
+
+	total := map[string]int{}
+	ps.mu.Lock()
+	for _, got := range ps.got {
+		for u, n := range got {
+			total[u] += n
+		}
+	}
+	afterB, gotD := len(ps.got["b"]), len(ps.got["d"])
+	ps.mu.Unlock()
+	local.mu.Lock()
+	for u, n := range local.got {
+		total[u] += n
+	}
+	local.mu.Unlock()
+	for _, l := range links {
+		if total[l.URL] != 1 {
+			t.Fatalf("%s delivered %d times", l.URL, total[l.URL])
+		}
+	}
+	if len(total) != len(links) {
+		t.Fatalf("delivered %d distinct URLs, want %d", len(total), len(links))
+	}
+	if before["b"] == 0 || afterB != before["b"] {
+		t.Fatalf("b got %d before leaving and %d in all: it must get some, then none", before["b"], afterB)
+	}
+	if gotD == 0 || local.count() == 0 {
+		t.Fatalf("d got %d, local %d: entries must follow the new owners", gotD, local.count())
+	}
+	// Each peer's deliveries are of partitions it owns now or owned at epoch 1 (b).
+	st := o.Stats()
+	if st.Queued != 0 || len(st.QueuedByPartition) != 0 || st.LocalLinks != int64(local.count()) {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+func TestSendFailureBackoff(t *testing.T) {
+	clock := newFakeClock()
+	tab := &table{}
+	tab.setRing([]string{"a"}, 1)
+	ps := newPeers(t, tab)
+	var failing atomic.Bool
+	failing.Store(true)
+	ps.fail = func(string) error {
+		if failing.Load() {
+			return errors.New("connection refused")
+		}
+		return nil
+	}
+	o := newOutbox(t, Config{DB: memDB(t), OwnerOf: tab.OwnerOf, Send: ps.Send, Now: clock.Now,
+		BackoffBase: 100 * time.Millisecond, BackoffMax: time.Second})
+	links := simLinks(300, 20, 3)
+	if err := o.Add(links); err != nil {
+		t.Fatal(err)
+	}
+	start(t, o)
+	waitFor(t, "first attempt", 5*time.Second, func() bool { return ps.callCount("a") == 1 && o.Stats().Failures == 1 })
+	steady := func(want int) {
+		t.Helper()
+		time.Sleep(60 * time.Millisecond) // 12 send intervals on the real clock
+		if got := ps.callCount("a"); got != want {
+			t.Fatalf("attempts %d, want %d (the fake clock did not reach the backoff)", got, want)
+		}
+	}
+	steady(1)
+	if st := o.Stats(); st.Queued != 300 || st.Failures != 1 || st.BackingOff["a"].IsZero() {
+		t.Fatalf("after a failure: %+v", st)
+	}
+	clock.Advance(90 * time.Millisecond) // backoff 1 is 100..125ms
+	steady(1)
+	clock.Advance(40 * time.Millisecond)
+	waitFor(t, "second attempt", 5*time.Second, func() bool { return ps.callCount("a") == 2 && o.Stats().Failures == 2 })
+	clock.Advance(190 * time.Millisecond) // backoff 2 is 200..250ms
+	steady(2)
+	clock.Advance(70 * time.Millisecond)
+	waitFor(t, "third attempt", 5*time.Second, func() bool { return ps.callCount("a") == 3 && o.Stats().Failures == 3 })
+	if o.Queued() != 300 {
+		t.Fatalf("entries lost on failure: %d queued", o.Queued())
+	}
+	failing.Store(false)
+	clock.Advance(time.Second + 250*time.Millisecond) // past any backoff
+	waitFor(t, "delivery", 5*time.Second, func() bool { return o.Queued() == 0 })
+	if ps.count("a") != 300 {
+		t.Fatalf("delivered %d", ps.count("a"))
+	}
+	if st := o.Stats(); st.Failures != 3 || len(st.BackingOff) != 0 {
+		t.Fatalf("after recovery: failures %d, backing off %v", st.Failures, st.BackingOff)
+	}
+}
+
+func TestBackoffBounded(t *testing.T) {
+	o := &Outbox{cfg: Config{BackoffBase: 100 * time.Millisecond, BackoffMax: time.Second}}
+	cases := []struct {
+		n        int
+		min, max time.Duration
+	}{
+		{1, 100 * time.Millisecond, 125 * time.Millisecond},
+		{2, 200 * time.Millisecond, 250 * time.Millisecond},
+		{4, 800 * time.Millisecond, time.Second},
+		{5, time.Second, 1250 * time.Millisecond},
+		{40, time.Second, 1250 * time.Millisecond},
+		{1000, time.Second, 1250 * time.Millisecond},
+	}
+	for _, c := range cases {
+		for range 50 {
+			if d := o.backoff(c.n); d < c.min || d > c.max {
+				t.Fatalf("backoff(%d) = %v, want %v..%v", c.n, d, c.min, c.max)
+			}
+		}
+	}
+}
+
+// TestDownPeerDoesNotBlockOthers: b hangs, c refuses connections; a still gets everything.
+func TestDownPeerDoesNotBlockOthers(t *testing.T) {
+	tab := &table{}
+	tab.setRing([]string{"a", "b", "c"}, 1)
+	ps := newPeers(t, tab)
+	hung := make(chan struct{}, 100)
+	o := newOutbox(t, Config{DB: memDB(t), OwnerOf: tab.OwnerOf, BatchLinks: 50, SendTimeout: time.Minute,
+		Send: func(ctx context.Context, peer string, b Batch) error {
+			switch peer {
+			case "b":
+				hung <- struct{}{}
+				<-ctx.Done() // a peer that accepts the connection and never answers
+				return ctx.Err()
+			case "c":
+				return errors.New("connection refused")
+			}
+			return ps.Send(ctx, peer, b)
+		}})
+	links := simLinks(3000, 100, 11)
+	want := map[string]int{}
+	for _, l := range links {
+		p, _ := PartitionOfURL(l.URL)
+		owner, _, _ := tab.OwnerOf(p)
+		want[owner]++
+	}
+	if want["a"] == 0 || want["b"] == 0 || want["c"] == 0 {
+		t.Fatalf("every peer needs links: %v", want)
+	}
+	if err := o.Add(links); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	<-hung
+	waitFor(t, "a's links", 10*time.Second, func() bool { return ps.count("a") == want["a"] && o.Stats().QueuedByPeer["a"] == 0 })
+	st := o.Stats()
+	if st.QueuedByPeer["b"] != want["b"] || st.QueuedByPeer["c"] != want["c"] || st.QueuedByPeer["a"] != 0 {
+		t.Fatalf("queued by peer %v, want b=%d c=%d", st.QueuedByPeer, want["b"], want["c"])
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := o.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if q := o.Queued(); q != want["b"]+want["c"] {
+		t.Fatalf("after shutdown %d queued, want %d", q, want["b"]+want["c"])
+	}
+}
+
+func TestErrFull(t *testing.T) {
+	tab := &table{}
+	tab.setRing([]string{"a"}, 1)
+	ps := newPeers(t, tab)
+	o := newOutbox(t, Config{DB: memDB(t), OwnerOf: tab.OwnerOf, Send: ps.Send, MaxQueued: 100})
+	links := simLinks(151, 10, 5)
+	if err := o.Add(links[:60]); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Add(links[60:110]); !errors.Is(err, ErrFull) {
+		t.Fatalf("Add past MaxQueued: %v, want ErrFull", err)
+	}
+	if o.Queued() != 60 {
+		t.Fatalf("a refused Add queued something: %d", o.Queued())
+	}
+	if err := o.Add(links[110:150]); err != nil { // exactly 100
+		t.Fatal(err)
+	}
+	if err := o.Add(links[150:]); !errors.Is(err, ErrFull) {
+		t.Fatalf("Add of one past a full outbox: %v", err)
+	}
+	if st := o.Stats(); st.FullRejections != 2 || st.Queued != 100 {
+		t.Fatalf("stats %+v", st)
+	}
+	start(t, o)
+	waitFor(t, "drained", 5*time.Second, func() bool { return o.Queued() == 0 })
+	// The refused links were not remembered as recent: the retry queues them.
+	if err := o.Add(links[60:110]); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "retry delivered", 5*time.Second, func() bool { return ps.count("a") == 150 })
+}
+
+func TestRecentCache(t *testing.T) {
+	tab := &table{}
+	tab.setRing([]string{"a"}, 1)
+	send := func(context.Context, string, Batch) error { return nil }
+	links := simLinks(20, 5, 9)
+
+	o := newOutbox(t, Config{DB: memDB(t), OwnerOf: tab.OwnerOf, Send: send, RecentCache: 8})
+	if err := o.Add(links[:4]); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Add(append(slices.Clone(links[:4]), links[4], links[4])); err != nil {
+		t.Fatal(err)
+	}
+	if st := o.Stats(); st.Queued != 5 || st.RecentHits != 5 {
+		t.Fatalf("queued %d hits %d, want 5 and 5", st.Queued, st.RecentHits)
+	}
+	// 8 entries = two generations of 4: after 10 more URLs links[0] is forgotten.
+	if err := o.Add(links[5:15]); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Add(links[:1]); err != nil {
+		t.Fatal(err)
+	}
+	if st := o.Stats(); st.Queued != 16 || st.RecentHits != 5 || st.RecentCached > 8 {
+		t.Fatalf("after eviction: %+v", st)
+	}
+
+	off := newOutbox(t, Config{DB: memDB(t), OwnerOf: tab.OwnerOf, Send: send, RecentCache: -1})
+	for range 2 {
+		if err := off.Add(links[:3]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := off.Stats(); st.Queued != 6 || st.RecentHits != 0 {
+		t.Fatalf("cache off: %+v", st)
+	}
+}
+
+func TestInvalidLinks(t *testing.T) {
+	tab := &table{}
+	o := newOutbox(t, Config{DB: memDB(t), OwnerOf: tab.OwnerOf, Send: func(context.Context, string, Batch) error { return nil }})
+	long := "http://h.sim.test/" + string(make([]byte, MaxURLLength))
+	if err := o.Add([]Link{{URL: ""}, {URL: "no-scheme"}, {URL: long}, {URL: "http:///x"}, {URL: "http://ok.sim.test/"}}); err != nil {
+		t.Fatal(err)
+	}
+	if st := o.Stats(); st.Invalid != 4 || st.Queued != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// TestLocal: partitions this node owns now are handed to Local; a Local failure retries.
+func TestLocal(t *testing.T) {
+	clock := newFakeClock()
+	tab := &table{}
+	for p := range uint16(ring.PartitionCount) {
+		if p%2 == 0 {
+			tab.set(p, "self", 3)
+		} else {
+			tab.set(p, "a", 3)
+		}
+	}
+	ps := newPeers(t, tab)
+	local := &localSink{}
+	local.fail.Store(1)
+	o := newOutbox(t, Config{DB: memDB(t), OwnerOf: tab.OwnerOf, Send: ps.Send, Local: local.Local, Now: clock.Now})
+	links := simLinks(2000, 100, 13)
+	want := 0
+	for _, l := range links {
+		if p, _ := PartitionOfURL(l.URL); p%2 == 0 {
+			want++
+		}
+	}
+	if err := o.Add(links); err != nil {
+		t.Fatal(err)
+	}
+	start(t, o)
+	waitFor(t, "a's links", 5*time.Second, func() bool { return ps.count("a") == len(links)-want && o.Queued() == want })
+	waitFor(t, "local failure", 5*time.Second, func() bool { return o.Stats().Failures == 1 })
+	time.Sleep(30 * time.Millisecond) // 6 send intervals on the real clock; the fake one stands still
+	if local.count() != 0 || o.Queued() != want {
+		t.Fatalf("local got %d before its backoff ended; queued %d", local.count(), o.Queued())
+	}
+	clock.Advance(time.Second)
+	waitFor(t, "local links", 5*time.Second, func() bool { return local.count() == want })
+	waitFor(t, "drained", 5*time.Second, func() bool { return o.Queued() == 0 })
+	for u, n := range local.got {
+		if n != 1 {
+			t.Fatalf("%s handed to Local %d times", u, n)
+		}
+	}
+	if st := o.Stats(); st.LocalLinks != int64(want) || st.SentLinks != int64(len(links)-want) {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+func TestCorruptEntryDropped(t *testing.T) {
+	db := memDB(t)
+	tab := &table{}
+	tab.setRing([]string{"a"}, 1)
+	ps := newPeers(t, tab)
+	links := simLinks(10, 3, 21)
+	p, _ := PartitionOfURL(links[0].URL)
+	if err := db.Update(func(txn *badger.Txn) error {
+		return txn.Set(outboxKey(p, 1), []byte{entryVersion, 2, 0xff, 0xff})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	o := newOutbox(t, Config{DB: db, OwnerOf: tab.OwnerOf, Send: ps.Send})
+	if err := o.Add(links); err != nil {
+		t.Fatal(err)
+	}
+	start(t, o)
+	waitFor(t, "drained", 5*time.Second, func() bool { return o.Queued() == 0 && o.Stats().SentLinks == 10 })
+	if n := countKeys(t, db, famOutbox); n != 0 || ps.count("a") != 10 {
+		t.Fatalf("%d keys left, %d links delivered", n, ps.count("a"))
+	}
+	if st := o.Stats(); st.CorruptDropped != 1 || st.Queued != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+func TestStartTwice(t *testing.T) {
+	o := newOutbox(t, Config{DB: memDB(t), OwnerOf: (&table{}).OwnerOf, Send: func(context.Context, string, Batch) error { return nil }})
+	start(t, o)
+	if err := o.Start(context.Background()); err == nil {
+		t.Fatal("second Start succeeded")
+	}
+}
+
+func ExampleEncode() {
+	enc, _ := Encode(Batch{From: "n1", Partitions: []PartitionLinks{{Partition: 7, Epoch: 2,
+		Links: []Link{{URL: "http://h1.sim.test/b.html", Depth: 2}, {URL: "http://h1.sim.test/a.html", Depth: 1}}}}})
+	b, _ := Decode(enc)
+	fmt.Println(b.Partitions[0].Links[0].URL, b.Partitions[0].Links[1].URL)
+	// Output: http://h1.sim.test/a.html http://h1.sim.test/b.html
+}
