@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -170,5 +171,40 @@ func TestAPI(t *testing.T) {
 	if code := getJSON(t, api+"/v1/pages/xyz", &e); code != 400 {
 		t.Errorf("bad hash: %d", code)
 	}
-	t.Logf("API: %d pages crawled; page %s: %d chars of text", st.PagesCrawled, article, len(byURL.Corpus.Text))
+	// /metrics agrees with the status endpoint and with the server.
+	resp, err = http.Get(api + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mb, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	metricsText := string(mb)
+	ok2xx := promValue(metricsText, `crawlnode_pages_fetched_total{class="2xx"}`)
+	served2xx := 0
+	for _, r := range w.Log() {
+		if r.Status/100 == 2 && !r.RobotsFile && !strings.HasSuffix(r.Path, "tdmrep.json") {
+			served2xx++
+		}
+	}
+	if resp.StatusCode != 200 || ok2xx != float64(served2xx) {
+		t.Errorf("metrics: %d; crawlnode_pages_fetched_total{class=\"2xx\"} = %v, the server answered %d pages with 2xx", resp.StatusCode, ok2xx, served2xx)
+	}
+	for _, name := range []string{"crawlnode_fetch_duration_seconds_bucket", "crawlnode_frontier_queued_urls", "crawlnode_extract_backlog", "crawlnode_frontier_hosts_ready", "crawlnode_bloom_filter_bytes"} {
+		if !strings.Contains(metricsText, name) {
+			t.Errorf("metrics lack %s", name)
+		}
+	}
+	t.Logf("API: %d pages crawled; page %s: %d chars of text; metrics 2xx %v", st.PagesCrawled, article, len(byURL.Corpus.Text), ok2xx)
+}
+
+// promValue reads one sample from Prometheus text exposition ("name{labels} value").
+func promValue(text, series string) float64 {
+	for _, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(line, series+" ") {
+			var v float64
+			fmt.Sscan(strings.TrimPrefix(line, series+" "), &v)
+			return v
+		}
+	}
+	return -1
 }

@@ -5,6 +5,7 @@ package node
 //
 //	GET  /healthz                 alive
 //	GET  /readyz                  storage writable and the crawl loop running
+//	GET  /metrics                 Prometheus metrics (crawlnode_*)
 //	GET  /v1/crawl/status         the node's figures (pages, queue, rate, errors by class, ...)
 //	POST /v1/crawl/seeds          {"urls": [...]} -> 202 {"job_id","seeds_queued","status","rejected":[...]}
 //	GET  /v1/pages/{url_hash}     a page's fetch facts, corpus record and text (hex URL hash)
@@ -56,6 +57,7 @@ func (n *Node) handler() http.Handler {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "node": n.Name()})
 	})
 	mux.HandleFunc("GET /readyz", n.readyz)
+	mux.Handle("GET /metrics", n.met.handler())
 	mux.HandleFunc("GET /v1/crawl/status", n.status)
 	mux.HandleFunc("POST /v1/crawl/seeds", n.postSeeds)
 	mux.HandleFunc("GET /v1/pages/{hash}", n.pageByHash)

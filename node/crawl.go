@@ -87,9 +87,11 @@ func (n *Node) handle(ctx context.Context, l *frontier.Lease, ws *workerState) f
 		return o
 	}
 
+	sent := n.cfg.Now()
 	resp, err := n.client.Do(ctx, fetch.Request{URL: l.URL})
 	if err != nil {
 		ws.finished = n.cfg.Now()
+		n.met.fetchLatency.WithLabelValues("error").Observe(ws.finished.Sub(sent).Seconds())
 		if ctx.Err() != nil {
 			// Aborted at shutdown: not an attempt of the server's doing.
 			return frontier.Outcome{Kind: frontier.Requeue}
@@ -105,6 +107,7 @@ func (n *Node) handle(ctx context.Context, l *frontier.Lease, ws *workerState) f
 		return frontier.Outcome{Kind: frontier.Fetched, Err: msg}
 	}
 	ws.finished = resp.Finished
+	n.met.fetchLatency.WithLabelValues("response").Observe(resp.Finished.Sub(resp.Started).Seconds())
 	n.stats.bytes.Add(int64(len(resp.RawBody)))
 
 	switch {

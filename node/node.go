@@ -186,6 +186,7 @@ type Node struct {
 	stage  *corpus.Stage
 	robots *robotsCache
 	tdm    tdmCache
+	met    *metrics
 
 	started time.Time
 	stats   counters
@@ -268,6 +269,7 @@ func New(cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("open extract stage: %w", err)
 	}
 	n.robots = newRobotsCache(100_000)
+	n.met = newMetrics(n)
 	n.tdm.max = 100_000
 	ok = true
 	return n, nil

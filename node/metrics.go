@@ -1,0 +1,95 @@
+package node
+
+import (
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/crawlnode/crawlnode/frontier"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// metrics are the node's Prometheus metrics, on a registry of its own (two nodes in one
+// test process must not share one). Counters the node keeps anyway are read at scrape time
+// (CounterFunc/GaugeFunc), so the fetch path pays only for the latency histogram.
+type metrics struct {
+	reg          *prometheus.Registry
+	fetchLatency *prometheus.HistogramVec
+}
+
+func newMetrics(n *Node) *metrics {
+	reg := prometheus.NewRegistry()
+	m := &metrics{
+		reg: reg,
+		fetchLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "crawlnode",
+			Name:      "fetch_duration_seconds",
+			Help:      "Time from sending a request to the end of its response (or its failure).",
+			Buckets:   []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}, []string{"outcome"}),
+	}
+	reg.MustRegister(m.fetchLatency,
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{Namespace: "crawlnode"}))
+
+	counter := func(name, help string, labels prometheus.Labels, f func() float64) {
+		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Namespace: "crawlnode", Name: name, Help: help, ConstLabels: labels,
+		}, f))
+	}
+	gauge := func(name, help string, f func() float64) {
+		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: "crawlnode", Name: name, Help: help,
+		}, f))
+	}
+	st := &n.stats
+	fetched := "Responses recorded, by status class."
+	counter("pages_fetched_total", fetched, prometheus.Labels{"class": "2xx"}, func() float64 { return float64(st.ok2xx.Load()) })
+	counter("pages_fetched_total", fetched, prometheus.Labels{"class": "3xx"}, func() float64 { return float64(st.redirects.Load()) })
+	counter("pages_fetched_total", fetched, prometheus.Labels{"class": "4xx"}, func() float64 { return float64(st.client4xx.Load()) })
+	counter("pages_fetched_total", fetched, prometheus.Labels{"class": "5xx"}, func() float64 { return float64(st.server5xx.Load()) })
+	counter("fetch_errors_total", "Fetches that failed before a response (timeouts, resets, DNS...).", nil, func() float64 { return float64(st.fetchErr.Load()) })
+	counter("robots_requests_total", "robots.txt fetches.", nil, func() float64 { return float64(st.robotsReq.Load()) })
+	counter("robots_disallowed_total", "URLs dropped because robots.txt disallows them.", nil, func() float64 { return float64(st.robotsDeny.Load()) })
+	counter("fetched_bytes_total", "Response body bytes as received.", nil, func() float64 { return float64(st.bytes.Load()) })
+
+	// Frontier gauges come from one Stats call per scrape, not one per gauge.
+	var cache struct {
+		sync.Mutex
+		at time.Time
+		fs frontier.Stats
+	}
+	fstats := func() frontier.Stats {
+		cache.Lock()
+		defer cache.Unlock()
+		if time.Since(cache.at) > 500*time.Millisecond {
+			cache.fs, cache.at = n.front.Stats(), time.Now()
+		}
+		return cache.fs
+	}
+	gauge("frontier_queued_urls", "URLs waiting in the frontier's queues.", func() float64 { return float64(fstats().Queued) })
+	gauge("frontier_in_flight", "URLs leased and not yet recorded.", func() float64 { return float64(fstats().InFlight) })
+	gauge("frontier_retry_pending", "URLs waiting for their retry time.", func() float64 { return float64(fstats().RetryPending) })
+	gauge("frontier_dead_letters", "URLs parked after repeated failures.", func() float64 { return float64(fstats().DeadLetters) })
+	gauge("frontier_seen_urls", "URLs in the seen set.", func() float64 { return float64(fstats().Seen) })
+	gauge("frontier_hosts", "Hosts the frontier knows.", func() float64 { return float64(fstats().Hosts) })
+	gauge("frontier_hosts_ready", "Hosts that may be fetched now.", func() float64 { return float64(fstats().ReadyHosts) })
+	gauge("frontier_hosts_waiting", "Hosts with queued URLs waiting for their politeness time.", func() float64 { return float64(fstats().WaitingHosts) })
+	gauge("bloom_filter_bytes", "Memory of the seen set's Bloom filter.", func() float64 { return float64(fstats().BloomBytes) })
+	gauge("extract_backlog", "Pages waiting for text extraction.", func() float64 { return float64(n.stage.Backlog()) })
+	gauge("crawl_rate_pages_per_second", "Responses recorded per second over the last minute.", func() float64 { return n.rate.perSecond() })
+	gauge("fetching_paused", "1 while fetching is paused (low disk space).", func() float64 {
+		if n.pausedUntil.Load() > n.cfg.Now().UnixNano() {
+			return 1
+		}
+		return 0
+	})
+	return m
+}
+
+func (m *metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
