@@ -184,8 +184,8 @@ type Node struct {
 	client *fetch.Client
 	warc   *archive.Writer
 	stage  *corpus.Stage
-	robots *robotsCache
-	tdm    tdmCache
+	robots *hostCache[*fetch.Robots]
+	tdm    *hostCache[*tdmPolicy]
 	met    *metrics
 
 	started time.Time
@@ -268,9 +268,9 @@ func New(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open extract stage: %w", err)
 	}
-	n.robots = newRobotsCache(100_000)
+	n.robots = newHostCache[*fetch.Robots](100_000)
+	n.tdm = newHostCache[*tdmPolicy](100_000)
 	n.met = newMetrics(n)
-	n.tdm.max = 100_000
 	ok = true
 	return n, nil
 }

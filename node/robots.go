@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"sync"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -24,47 +23,13 @@ type hostMeta struct {
 	TDM            map[string]*tdmPolicy `json:"tdm,omitempty"` // by scheme: the host's tdmrep.json
 }
 
-// robotsCache holds parsed robots.txt per scheme://host in memory, bounded; misses fall
-// back to the copy persisted in the host state.
-type robotsCache struct {
-	mu  sync.Mutex
-	max int
-	m   map[string]*fetch.Robots
-}
-
-func newRobotsCache(max int) *robotsCache {
-	return &robotsCache{max: max, m: make(map[string]*fetch.Robots)}
-}
-
-func (c *robotsCache) get(key string) *fetch.Robots {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.m[key]
-}
-
-func (c *robotsCache) put(key string, r *fetch.Robots) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.m) >= c.max {
-		// Evict an arbitrary tenth; evicted entries reload from host state.
-		n := c.max / 10
-		for k := range c.m {
-			delete(c.m, k)
-			if n--; n <= 0 {
-				break
-			}
-		}
-	}
-	c.m[key] = r
-}
-
 // robotsFor returns the host's robots rules. When they are unknown or expired it fetches
 // robots.txt in this lease's slot (a request to the host like any other) and returns
 // ok=false with the outcome to record for the lease (requeued, not attempted).
 func (n *Node) robotsFor(ctx context.Context, scheme, hostKey string, l *frontier.Lease, ws *workerState) (*fetch.Robots, frontier.Outcome, bool) {
 	key := scheme + "://" + hostKey
 	now := n.cfg.Now()
-	if r := n.robots.get(key); r != nil && !r.Expired(now) {
+	if r, ok := n.robots.get(key); ok && !r.Expired(now) {
 		return r, frontier.Outcome{}, true
 	}
 	meta := n.hostMeta(hostKey)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/crawlnode/crawlnode/fetch"
@@ -96,43 +95,12 @@ func parseTDMRep(body []byte, now time.Time) *tdmPolicy {
 	return p
 }
 
-// tdmCache holds parsed policies per scheme://host, bounded like the robots cache.
-type tdmCache struct {
-	mu  sync.Mutex
-	max int
-	m   map[string]*tdmPolicy
-}
-
-func (c *tdmCache) get(key string) *tdmPolicy {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.m[key]
-}
-
-func (c *tdmCache) put(key string, p *tdmPolicy) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil {
-		c.m = make(map[string]*tdmPolicy)
-	}
-	if len(c.m) >= c.max {
-		n := c.max / 10
-		for k := range c.m {
-			delete(c.m, k)
-			if n--; n <= 0 {
-				break
-			}
-		}
-	}
-	c.m[key] = p
-}
-
 // tdmFor returns the host's TDMRep policy, fetching it in this lease's slot when unknown
 // (then ok is false and the outcome requeues the lease's URL, unattempted).
 func (n *Node) tdmFor(ctx context.Context, scheme, hostKey string, rules *fetch.Robots, ws *workerState) (*tdmPolicy, frontier.Outcome, bool) {
 	key := scheme + "://" + hostKey
 	now := n.cfg.Now()
-	if p := n.tdm.get(key); p != nil && !p.expired(now) {
+	if p, ok := n.tdm.get(key); ok && !p.expired(now) {
 		return p, frontier.Outcome{}, true
 	}
 	meta := n.hostMeta(hostKey)
