@@ -21,11 +21,21 @@ import (
 	"github.com/crawlnode/crawlnode/urlnorm"
 )
 
-// listFlag collects a repeatable string flag.
-type listFlag []string
+// listFlag collects a repeatable string flag. Values from the config file or the
+// environment are replaced, not extended, by the first one given on the command line.
+type listFlag struct {
+	vals    []string
+	replace bool // the next Set starts a new list
+}
 
-func (l *listFlag) String() string     { return strings.Join(*l, ",") }
-func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
+func (l *listFlag) String() string { return strings.Join(l.vals, ",") }
+func (l *listFlag) Set(s string) error {
+	if l.replace {
+		l.vals, l.replace = nil, false
+	}
+	l.vals = append(l.vals, s)
+	return nil
+}
 
 // crawlFlags binds the crawl flags to a config. Shared by the crawl and demo commands.
 type crawlFlags struct {
@@ -48,6 +58,7 @@ func newCrawlFlags(name string) *crawlFlags {
 	fs := f.fs
 	fs.SetOutput(io.Discard)
 	c := &f.cfg
+	fs.String("config", "", "YAML file of settings (keys are flag names); flags and CRAWLNODE_* variables win over it")
 	fs.StringVar(&c.DataDir, "data", "./crawl-data", "data directory (Badger, WARC, corpus); running again on it resumes the crawl")
 	fs.StringVar(&c.Name, "name", "", "node name (default: the one recorded in --data, else random)")
 	fs.Var(&f.seeds, "seed", "seed URL (repeatable)")
@@ -82,6 +93,19 @@ func newCrawlFlags(name string) *crawlFlags {
 
 // parse parses args and builds the config. Nothing is written.
 func (f *crawlFlags) parse(args []string) error {
+	file, err := configFileArg(args)
+	if err != nil {
+		return err
+	}
+	if file != "" {
+		if err := applyConfigFile(f.fs, file); err != nil {
+			return err
+		}
+	}
+	if err := applyEnv(f.fs); err != nil {
+		return err
+	}
+	f.seeds.replace, f.resolve.replace = true, true
 	if err := f.fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			f.printHelp()
@@ -128,14 +152,14 @@ func (f *crawlFlags) parse(args []string) error {
 		}
 		c.Filters.Languages = append(c.Filters.Languages, l)
 	}
-	for _, r := range f.resolve {
+	for _, r := range f.resolve.vals {
 		rule, err := fetch.ParseResolve(r)
 		if err != nil {
 			return usageError{fmt.Sprintf("--resolve %q: %v", r, err)}
 		}
 		c.Resolve = append(c.Resolve, rule)
 	}
-	seeds := append([]string(nil), f.seeds...)
+	seeds := append([]string(nil), f.seeds.vals...)
 	if f.seedsFile != "" {
 		fromFile, err := readSeeds(f.seedsFile)
 		if err != nil {
@@ -175,10 +199,7 @@ func parseLevel(s string) (slog.Level, error) {
 }
 
 func (f *crawlFlags) printHelp() {
-	fmt.Fprintf(os.Stdout, "Usage of crawlnode %s:\n", f.fs.Name())
-	f.fs.SetOutput(os.Stdout)
-	f.fs.PrintDefaults()
-	f.fs.SetOutput(io.Discard)
+	printGroupedHelp(f.fs, os.Stdout)
 }
 
 // readSeeds reads one URL a line; blank lines and # comments are skipped. A bad URL is an

@@ -30,9 +30,9 @@ func run(args []string) int {
 			err = runExport(args[1:])
 		case "deadletters":
 			err = runDeadLetters(args[1:])
-		case "help", "-h", "--help", "-help":
+		case "help":
 			usage(os.Stdout)
-			return 0
+			err = runCrawl([]string{"--help"})
 		default:
 			err = runCrawl(args)
 		}
@@ -73,6 +73,6 @@ Usage:
   crawlnode export --data DIR --format jsonl|warc|urls [--include-duplicates] --out PATH
   crawlnode deadletters --data DIR
 
-Run "crawlnode --help" for the crawl flags, "crawlnode demo --help" and so on for the others.
+"crawlnode demo --help" and so on show each command's flags.
 `)
 }
