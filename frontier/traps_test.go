@@ -193,3 +193,21 @@ func TestLookupHash(t *testing.T) {
 		t.Fatalf("found a URL never added (err %v)", err)
 	}
 }
+
+func TestTopHostsByQueue(t *testing.T) {
+	f := openF(t, Config{DB: openDB(t, ""), DefaultDelaySet: true})
+	for i, n := range []int{3, 7, 1, 5} {
+		host := string(rune('a'+i)) + ".test"
+		mustAdd(t, f, urls(host, n)...)
+	}
+	top := f.TopHostsByQueue(3)
+	if len(top) != 3 || top[0].Host != "b.test" || top[0].Queued != 7 || top[1].Host != "d.test" || top[2].Host != "a.test" {
+		t.Fatalf("top hosts %+v", top)
+	}
+	if h, ok := f.Host("c.test"); !ok || h.Queued != 1 || h.Delay != 0 {
+		t.Fatalf("Host(c.test) = %+v, %v", h, ok)
+	}
+	if _, ok := f.Host("nope.test"); ok {
+		t.Fatal("unknown host found")
+	}
+}

@@ -10,9 +10,21 @@ package node
 //	POST /v1/crawl/seeds          {"urls": [...]} -> 202 {"job_id","seeds_queued","status","rejected":[...]}
 //	GET  /v1/pages/{url_hash}     a page's fetch facts, corpus record and text (hex URL hash)
 //	GET  /v1/pages?url=URL        the same by URL
+//	POST /v1/crawl/pause|resume   stop or restart fetching (in-flight fetches finish) -> 204
+//	POST|DELETE /v1/domains/{domain}/block   block or unblock a domain and its subdomains -> 204
+//	GET  /v1/domains/blocked      the blocked domains
+//	GET  /v1/hosts/{host}         a host's queue, delay, robots.txt facts and last errors
+//	GET  /v1/hosts?top=N&by=queue|errors     the top hosts
+//	GET  /v1/errors/recent?limit=N           recent fetch errors, newest first
+//	GET  /v1/deadletters?limit=N             dead letters
+//	GET  /v1/cluster              members, their state and partitions, the leader
+//
+// With Config.APIToken set, every mutating request (POST, PUT, DELETE) needs the header
+// "Authorization: Bearer <token>" (401 otherwise); reads stay open.
 
 import (
 	"context"
+	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -21,12 +33,15 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/crawlnode/crawlnode/archive"
 	"github.com/crawlnode/crawlnode/corpus"
+	"github.com/crawlnode/crawlnode/fetch"
 	"github.com/crawlnode/crawlnode/frontier"
+	"github.com/crawlnode/crawlnode/ring"
 	"github.com/crawlnode/crawlnode/urlnorm"
 )
 
@@ -62,10 +77,206 @@ func (n *Node) handler() http.Handler {
 	mux.HandleFunc("POST /v1/crawl/seeds", n.postSeeds)
 	mux.HandleFunc("GET /v1/pages/{hash}", n.pageByHash)
 	mux.HandleFunc("GET /v1/pages", n.pageByURL)
+	mux.HandleFunc("POST /v1/crawl/pause", n.setPause(true))
+	mux.HandleFunc("POST /v1/crawl/resume", n.setPause(false))
+	mux.HandleFunc("POST /v1/domains/{domain}/block", n.block(true))
+	mux.HandleFunc("DELETE /v1/domains/{domain}/block", n.block(false))
+	mux.HandleFunc("GET /v1/domains/blocked", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string][]string{"domains": n.Blocked()})
+	})
+	mux.HandleFunc("GET /v1/hosts/{host}", n.hostView)
+	mux.HandleFunc("GET /v1/hosts", n.topHosts)
+	mux.HandleFunc("GET /v1/errors/recent", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]any{"errors": n.RecentErrors(queryInt(r, "limit", 20, 200), r.URL.Query().Get("host"))})
+	})
+	mux.HandleFunc("GET /v1/deadletters", n.deadLetters)
+	mux.HandleFunc("GET /v1/cluster", n.cluster)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "no route %s %s", r.Method, r.URL.Path)
 	})
-	return http.MaxBytesHandler(mux, maxRequestBody)
+	return http.MaxBytesHandler(n.requireToken(mux), maxRequestBody)
+}
+
+// requireToken guards mutating requests with the bearer token, when one is configured.
+func (n *Node) requireToken(next http.Handler) http.Handler {
+	if n.cfg.APIToken == "" {
+		return next
+	}
+	want := []byte("Bearer " + n.cfg.APIToken)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.Method {
+		case http.MethodGet, http.MethodHead, http.MethodOptions:
+		default:
+			if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="crawlnode"`)
+				writeError(w, http.StatusUnauthorized, "unauthorized", "this request needs Authorization: Bearer <api token>")
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func queryInt(r *http.Request, name string, def, max int) int {
+	v, err := strconv.Atoi(r.URL.Query().Get(name))
+	if err != nil || v <= 0 {
+		return def
+	}
+	return min(v, max)
+}
+
+func (n *Node) setPause(p bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := n.SetPaused(p); err != nil {
+			writeError(w, http.StatusInternalServerError, "storage", "%v", err)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}
+}
+
+func (n *Node) block(b bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if _, err := n.SetBlocked(r.PathValue("domain"), b); err != nil {
+			if errors.Is(err, ErrBadDomain) {
+				writeError(w, http.StatusBadRequest, "bad_domain", "%v", err)
+				return
+			}
+			writeError(w, http.StatusInternalServerError, "storage", "%v", err)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}
+}
+
+// HostView is GET /v1/hosts/{host}.
+type HostView struct {
+	frontier.HostInfo
+	DelayMS      int64         `json:"delay_ms"`
+	Blocked      bool          `json:"blocked"`
+	Errors       int64         `json:"errors"`
+	Robots       []RobotsView  `json:"robots,omitempty"`
+	RecentErrors []RecentError `json:"recent_errors"`
+}
+
+// RobotsView is what the node knows of one robots.txt.
+type RobotsView struct {
+	URL         string    `json:"url"`
+	Status      int       `json:"status"`
+	FetchedAt   time.Time `json:"fetched_at"`
+	Unreachable bool      `json:"unreachable"`
+	CrawlDelay  string    `json:"crawl_delay,omitempty"`
+	Sitemaps    []string  `json:"sitemaps,omitempty"`
+}
+
+func (n *Node) hostView(w http.ResponseWriter, r *http.Request) {
+	host := strings.ToLower(r.PathValue("host"))
+	info, ok := n.front.Host(host)
+	if !ok {
+		writeError(w, http.StatusNotFound, "unknown_host", "this node has no URL of host %q", host)
+		return
+	}
+	v := HostView{HostInfo: info, DelayMS: info.Delay.Milliseconds(), Blocked: n.isBlocked(host), Errors: n.hostErrors(host),
+		RecentErrors: n.RecentErrors(20, host)}
+	meta := n.hostMeta(host)
+	for _, scheme := range []string{"http", "https"} {
+		b, ok := meta.Robots[scheme]
+		if !ok {
+			continue
+		}
+		rb := new(fetch.Robots)
+		if rb.UnmarshalBinary(b) != nil {
+			continue
+		}
+		rv := RobotsView{URL: scheme + "://" + host + "/robots.txt", Status: rb.Status(), FetchedAt: rb.FetchedAt(), Unreachable: rb.Unreachable(), Sitemaps: rb.Sitemaps()}
+		if d, ok := rb.CrawlDelay(n.cfg.UserAgent); ok {
+			rv.CrawlDelay = d.String()
+		}
+		v.Robots = append(v.Robots, rv)
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+// TopHost is one row of GET /v1/hosts.
+type TopHost struct {
+	Host     string `json:"host"`
+	Queued   int    `json:"queued"`
+	InFlight int    `json:"in_flight"`
+	Errors   int64  `json:"errors"`
+	DelayMS  int64  `json:"delay_ms"`
+}
+
+func (n *Node) topHosts(w http.ResponseWriter, r *http.Request) {
+	limit := queryInt(r, "top", 10, 1000)
+	var rows []TopHost
+	switch by := r.URL.Query().Get("by"); by {
+	case "", "queue":
+		for _, h := range n.front.TopHostsByQueue(limit) {
+			rows = append(rows, TopHost{Host: h.Host, Queued: h.Queued, InFlight: h.InFlight, Errors: n.hostErrors(h.Host), DelayMS: h.Delay.Milliseconds()})
+		}
+	case "errors":
+		for _, he := range n.topHostsByErrors(limit) {
+			row := TopHost{Host: he.Host, Errors: he.Errors}
+			if h, ok := n.front.Host(he.Host); ok {
+				row.Queued, row.InFlight, row.DelayMS = h.Queued, h.InFlight, h.Delay.Milliseconds()
+			}
+			rows = append(rows, row)
+		}
+	default:
+		writeError(w, http.StatusBadRequest, "bad_order", `"by" must be "queue" or "errors"`)
+		return
+	}
+	if rows == nil {
+		rows = []TopHost{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"hosts": rows})
+}
+
+func (n *Node) deadLetters(w http.ResponseWriter, r *http.Request) {
+	limit := queryInt(r, "limit", 20, 1000)
+	type row struct {
+		URL       string    `json:"url"`
+		Attempts  int       `json:"attempts"`
+		Status    int       `json:"status"`
+		LastError string    `json:"last_error"`
+		At        time.Time `json:"at"`
+	}
+	rows := []row{}
+	err := n.front.DeadLetters(func(d frontier.DeadLetter) bool {
+		rows = append(rows, row{d.URL, d.Attempts, d.Status, d.LastErr, d.At})
+		return len(rows) < limit
+	})
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "storage", "%v", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"dead_letters": rows, "total": n.front.Stats().DeadLetters})
+}
+
+// ClusterView is GET /v1/cluster. A node on its own is a cluster of one that holds every
+// partition.
+type ClusterView struct {
+	Leader         string          `json:"leader"`
+	PartitionCount int             `json:"partition_count"`
+	Members        []ClusterMember `json:"members"`
+}
+
+// ClusterMember is one member of ClusterView.
+type ClusterMember struct {
+	Name       string `json:"name"`
+	State      string `json:"state"`
+	HTTPAddr   string `json:"http_addr"`
+	Partitions int    `json:"partitions"`
+}
+
+func (n *Node) cluster(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, ClusterView{
+		Leader:         n.Name(),
+		PartitionCount: ring.PartitionCount,
+		Members: []ClusterMember{{
+			Name: n.Name(), State: n.Status().State, HTTPAddr: n.httpAddr.Load().(string), Partitions: ring.PartitionCount,
+		}},
+	})
 }
 
 // startAPI listens on cfg.HTTPAddr and records the bound address in the data directory
@@ -79,6 +290,7 @@ func (n *Node) startAPI() (stop func(), err error) {
 		return nil, fmt.Errorf("http api: %w", err)
 	}
 	addr := ln.Addr().String()
+	n.httpAddr.Store(addr)
 	if err := os.WriteFile(filepath.Join(n.dir.Path, "http.addr"), []byte(addr+"\n"), 0o644); err != nil {
 		ln.Close()
 		return nil, fmt.Errorf("http api: %w", err)
@@ -139,6 +351,7 @@ type Status struct {
 	ExtractBacklog int64            `json:"extract_backlog"`
 	Responses      map[string]int64 `json:"responses"`
 	Errors         map[string]int64 `json:"errors"`
+	RateHistory    []RatePoint      `json:"rate_history"`
 }
 
 // Status returns the node's current figures.
@@ -165,9 +378,13 @@ func (n *Node) Status() Status {
 		},
 		Errors: n.stats.errorsByClass(),
 	}
-	if n.running.Load() == 0 {
+	switch {
+	case n.running.Load() == 0:
 		st.State = "stopped"
+	case n.Paused():
+		st.State = "paused"
 	}
+	st.RateHistory = n.rate.history()
 	return st
 }
 

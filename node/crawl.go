@@ -17,6 +17,7 @@ import (
 	"encoding/base32"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -74,6 +75,12 @@ func (n *Node) handle(ctx context.Context, l *frontier.Lease, ws *workerState) f
 	if err != nil {
 		return frontier.Outcome{Kind: frontier.Drop, Err: "bad url: " + err.Error(), NoRequest: true}
 	}
+	if n.isBlocked(hostKey) || n.Paused() {
+		// Blocked domain (or paused since the lease): the URL stays queued, untouched, and
+		// the host is looked at again a few seconds later.
+		n.front.DeferHost(hostKey, blockedRecheck)
+		return frontier.Outcome{Kind: frontier.Requeue, NoRequest: true}
+	}
 	rules, o, ok := n.robotsFor(ctx, scheme, hostKey, l, ws)
 	if !ok {
 		return o
@@ -99,6 +106,7 @@ func (n *Node) handle(ctx context.Context, l *frontier.Lease, ws *workerState) f
 		class := string(fetch.Classify(err))
 		n.stats.countError(class)
 		msg := class + ": " + err.Error()
+		n.noteError(l.URL, hostKey, class, err.Error())
 		n.log.Debug("fetch failed", "url", l.URL, "attempt", l.Attempts+1, "err", msg)
 		if fetch.IsTransient(err) {
 			return frontier.Outcome{Kind: frontier.Retry, Err: msg}
@@ -113,6 +121,7 @@ func (n *Node) handle(ctx context.Context, l *frontier.Lease, ws *workerState) f
 	switch {
 	case resp.Status == http.StatusTooManyRequests || resp.Status == http.StatusServiceUnavailable:
 		n.stats.server5xx.Add(1)
+		n.noteError(l.URL, hostKey, "http_"+strconv.Itoa(resp.Status), http.StatusText(resp.Status))
 		_, _ = n.archive(resp, l.URL) // kept for the record; the URL is retried either way
 		ra := resp.RetryAfter
 		if ra <= 0 {
@@ -121,6 +130,7 @@ func (n *Node) handle(ctx context.Context, l *frontier.Lease, ws *workerState) f
 		return frontier.Outcome{Kind: frontier.Retry, Status: resp.Status, Err: "http " + http.StatusText(resp.Status), RetryAfter: ra}
 	case resp.Status >= 500:
 		n.stats.server5xx.Add(1)
+		n.noteError(l.URL, hostKey, "http_"+strconv.Itoa(resp.Status), http.StatusText(resp.Status))
 		_, _ = n.archive(resp, l.URL)
 		return frontier.Outcome{Kind: frontier.Retry, Status: resp.Status, Err: "http " + http.StatusText(resp.Status)}
 	}
@@ -285,6 +295,9 @@ func (n *Node) archive(resp *fetch.Response, url string) (warcLoc, error) {
 	return warcLoc{loc: loc, payloadLoc: loc}, nil
 }
 
+// blockedRecheck is how long a host of a blocked domain waits before it is looked at again.
+const blockedRecheck = 5 * time.Second
+
 // diskPause is how long intake stops after the disk filled up (the free-space check
 // renews it every second while space stays short).
 const diskPause = 3 * time.Second
@@ -297,10 +310,14 @@ func (n *Node) pauseForDisk(err error) {
 	}
 }
 
-// waitPause blocks while intake is paused (full disk). It returns false if ctx ended.
+// waitPause blocks while intake is paused (full disk, or an operator's pause). It returns
+// false if ctx ended.
 func (n *Node) waitPause(ctx context.Context) bool {
 	for {
 		d := time.Duration(n.pausedUntil.Load() - n.cfg.Now().UnixNano())
+		if n.Paused() {
+			d = max(d, 200*time.Millisecond)
+		}
 		if d <= 0 {
 			return true
 		}

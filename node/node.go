@@ -76,6 +76,9 @@ type Config struct {
 	// HTTPAddr is where the API listens ("host:port"; port 0 picks one, recorded in the
 	// data directory's http.addr). Empty: no API.
 	HTTPAddr string
+	// APIToken, when set, is required as "Authorization: Bearer <token>" on every mutating
+	// API request.
+	APIToken string
 	// Logger; default slog.Default().
 	Logger *slog.Logger
 	// Now is the clock. Default time.Now.
@@ -184,13 +187,15 @@ type Node struct {
 	client *fetch.Client
 	warc   *archive.Writer
 	stage  *corpus.Stage
+	ops    ops
 	robots *hostCache[*fetch.Robots]
 	tdm    *hostCache[*tdmPolicy]
 	met    *metrics
 
-	started time.Time
-	stats   counters
-	running atomic.Int32 // 1 while Run's crawl loop runs
+	started  time.Time
+	stats    counters
+	running  atomic.Int32 // 1 while Run's crawl loop runs
+	httpAddr atomic.Value // string: the API's bound address
 	// pausedUntil (unix ns): no new leases before it (the disk filled up).
 	pausedUntil atomic.Int64
 	lowDisk     atomic.Bool
@@ -210,6 +215,7 @@ func New(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{cfg: cfg, dir: dir, log: cfg.Logger.With("component", "node", "node", dir.Node)}
+	n.httpAddr.Store("")
 	ok := false
 	defer func() {
 		if !ok {
@@ -267,6 +273,9 @@ func New(cfg Config) (*Node, error) {
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open extract stage: %w", err)
+	}
+	if err := n.loadOps(); err != nil {
+		return nil, err
 	}
 	n.robots = newHostCache[*fetch.Robots](100_000)
 	n.tdm = newHostCache[*tdmPolicy](100_000)
@@ -576,6 +585,26 @@ func (r *rateMeter) observe(at time.Time, n int64) {
 	if len(r.samples) > 61 {
 		r.samples = r.samples[len(r.samples)-61:]
 	}
+}
+
+// RatePoint is one second's crawl rate.
+type RatePoint struct {
+	T           time.Time `json:"t"`
+	PagesPerSec float64   `json:"pages_per_s"`
+}
+
+// history returns the per-second rate over the last minute, oldest first.
+func (r *rateMeter) history() []RatePoint {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]RatePoint, 0, len(r.samples))
+	for i := 1; i < len(r.samples); i++ {
+		a, b := r.samples[i-1], r.samples[i]
+		if d := b.at.Sub(a.at).Seconds(); d > 0 {
+			out = append(out, RatePoint{T: b.at.UTC(), PagesPerSec: float64(b.n-a.n) / d})
+		}
+	}
+	return out
 }
 
 func (r *rateMeter) perSecond() float64 {

@@ -118,7 +118,7 @@ var flagGroups = []struct {
 	{"Limits", []string{"max-depth", "max-pages-per-host", "concurrency", "timeout", "max-body", "retry-base", "min-free-disk"}},
 	{"Network", []string{"resolve"}},
 	{"Corpus", []string{"extract-workers", "min-text-length", "max-link-density", "languages", "include-opt-out"}},
-	{"API and output", []string{"http", "log-level", "log-format", "quiet", "cpuprofile", "memprofile"}},
+	{"API and output", []string{"http", "api-token", "log-level", "log-format", "quiet", "cpuprofile", "memprofile"}},
 }
 
 // printGroupedHelp prints every flag under its topic, with its default and environment

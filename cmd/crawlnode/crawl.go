@@ -87,6 +87,7 @@ func newCrawlFlags(name string) *crawlFlags {
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
 	fs.StringVar(&f.memProfile, "memprofile", "", "write a heap profile at exit to this file")
 	fs.Int64Var(&c.MinFreeDisk, "min-free-disk", 256<<20, "pause fetching while the data directory's disk has fewer free bytes than this (resumes by itself)")
+	fs.StringVar(&c.APIToken, "api-token", "", "bearer token required by every mutating API request (also CRAWLNODE_API_TOKEN)")
 	fs.StringVar(&c.HTTPAddr, "http", "127.0.0.1:7070", "HTTP API address (port 0: any free port, written to DIR/http.addr; empty: no API)")
 	return f
 }

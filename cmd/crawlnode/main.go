@@ -4,6 +4,7 @@
 //	crawlnode demo [--out DIR]            crawl an in-process simulated web, offline
 //	crawlnode export --data DIR --format jsonl|warc|urls [--include-duplicates] --out PATH
 //	crawlnode deadletters --data DIR
+//	crawlnode status|seed|block|unblock|pause|resume --api URL    wrap the HTTP API
 //
 // The binary is thin: it parses flags, builds a node.Config, handles signals and prints
 // progress. Everything else lives in package node.
@@ -30,6 +31,8 @@ func run(args []string) int {
 			err = runExport(args[1:])
 		case "deadletters":
 			err = runDeadLetters(args[1:])
+		case "status", "seed", "block", "unblock", "pause", "resume":
+			err = runClient(args[0], args[1:])
 		case "help":
 			usage(os.Stdout)
 			err = runCrawl([]string{"--help"})
@@ -72,6 +75,9 @@ Usage:
   crawlnode demo [--out DIR] [--hosts N]
   crawlnode export --data DIR --format jsonl|warc|urls [--include-duplicates] --out PATH
   crawlnode deadletters --data DIR
+  crawlnode status|pause|resume [--api URL]
+  crawlnode seed [--api URL] [--priority high] URL ...
+  crawlnode block|unblock [--api URL] DOMAIN
 
 "crawlnode demo --help" and so on show each command's flags.
 `)

@@ -1,0 +1,162 @@
+package e2e
+
+import (
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/crawlnode/crawlnode/simweb"
+)
+
+// TestOperatorControls drives a running node through `crawlnode pause|resume|block|
+// unblock|status --api` with an API token, and judges by the server's log: no request while
+// paused, none to a blocked domain while it is blocked, and the crawl resumes after both.
+func TestOperatorControls(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crawl")
+	}
+	w, addr := web(t, func(c *simweb.Config) { plainWeb(c); c.Hosts = 4; c.Seed = 8 })
+	data := filepath.Join(t.TempDir(), "data")
+	var args []string
+	for _, a := range crawlArgs(data, addr, w, t, "--api-token", "s3cret") {
+		if a != "--exit-when-done" {
+			args = append(args, a)
+		}
+	}
+	// A 150 ms delay keeps the crawl going for the length of the test.
+	for i, a := range args {
+		if a == "--delay" {
+			args[i+1] = "150ms"
+		}
+	}
+	c := startCrawler(t, args...)
+	defer func() {
+		c.cmd.Process.Signal(syscall.SIGTERM)
+		c.wait(t, 20*time.Second)
+	}()
+	api := apiAddr(t, data)
+	waitRequests(t, w, 20, 30*time.Second)
+
+	cli := func(args ...string) (string, error) {
+		out, err := exec.Command(crawlnodeBin, append(args, "--api", api, "--api-token", "s3cret")...).CombinedOutput()
+		return string(out), err
+	}
+	requestsSince := func(from time.Time, host string) int {
+		n := 0
+		for _, r := range w.Log() {
+			if r.Arrival.After(from) && (host == "" || r.Host == host) {
+				n++
+			}
+		}
+		return n
+	}
+
+	// Without the token a mutating request is refused.
+	resp, err := http.Post(api+"/v1/crawl/pause", "application/json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("pause without token: %d, want 401", resp.StatusCode)
+	}
+
+	// Pause: fetches in flight finish, then nothing.
+	if out, err := cli("pause"); err != nil {
+		t.Fatalf("pause: %v %s", err, out)
+	}
+	time.Sleep(time.Second)
+	quiet := time.Now()
+	time.Sleep(2 * time.Second)
+	if n := requestsSince(quiet, ""); n != 0 {
+		t.Errorf("%d requests while paused", n)
+	}
+	out, err := cli("status")
+	if err != nil || !strings.Contains(out, `"state": "paused"`) {
+		t.Errorf("status while paused: %v %s", err, out)
+	}
+	resumed := time.Now()
+	if out, err := cli("resume"); err != nil {
+		t.Fatalf("resume: %v %s", err, out)
+	}
+	waitFor(t, 10*time.Second, func() bool { return requestsSince(resumed, "") > 0 }, "requests after resume")
+
+	// Block one host's domain: no request to it; the others go on. Then unblock.
+	const blocked = "h1.sim.test"
+	if out, err := cli("block", strings.ToUpper(blocked)); err != nil {
+		t.Fatalf("block: %v %s", err, out)
+	}
+	time.Sleep(time.Second)
+	from := time.Now()
+	time.Sleep(2500 * time.Millisecond)
+	if n := requestsSince(from, blocked); n != 0 {
+		t.Errorf("%d requests to blocked %s", n, blocked)
+	}
+	if n := requestsSince(from, ""); n == 0 {
+		t.Errorf("no request to the other hosts while %s was blocked", blocked)
+	}
+	var bl struct{ Domains []string }
+	getJSON(t, api+"/v1/domains/blocked", &bl)
+	if len(bl.Domains) != 1 || bl.Domains[0] != blocked {
+		t.Errorf("blocked domains %v", bl.Domains)
+	}
+	unblocked := time.Now()
+	if out, err := cli("unblock", blocked); err != nil {
+		t.Fatalf("unblock: %v %s", err, out)
+	}
+	waitFor(t, 15*time.Second, func() bool { return requestsSince(unblocked, blocked) > 0 }, "requests to the unblocked host")
+
+	// Read-only views.
+	var hv struct {
+		Host   string
+		Queued int
+		Robots []struct {
+			URL    string
+			Status int
+		}
+	}
+	if code := getJSON(t, api+"/v1/hosts/h0.sim.test", &hv); code != 200 || hv.Host != "h0.sim.test" || len(hv.Robots) == 0 {
+		t.Errorf("host view: %d %+v", code, hv)
+	}
+	var top struct{ Hosts []struct{ Host string } }
+	getJSON(t, api+"/v1/hosts?top=3&by=queue", &top)
+	var cl struct {
+		Leader  string
+		Members []struct {
+			Name       string
+			Partitions int
+		}
+	}
+	if code := getJSON(t, api+"/v1/cluster", &cl); code != 200 || len(cl.Members) != 1 || cl.Members[0].Partitions != 271 || cl.Leader != cl.Members[0].Name {
+		t.Errorf("cluster: %d %+v", code, cl)
+	}
+	var e struct{ Error string }
+	if code := getJSON(t, api+"/v1/hosts?by=size", &e); code != 400 {
+		t.Errorf("bad top-hosts order: %d", code)
+	}
+	if out, err := cli("block", "not a domain/x"); err == nil {
+		t.Errorf("blocking a bad domain succeeded: %s", out)
+	}
+	// The crawl is stopped midway, so coverage is not the point; politeness and robots are.
+	rep := w.Report(reportOptions(150 * time.Millisecond))
+	if rep.RobotsViolations+rep.BeforeRobots+rep.PolitenessViolations+rep.DuplicateFetches+rep.RetryAfterIgnored != 0 {
+		t.Errorf("violations: robots %d, before robots %d, politeness %d %v, duplicates %d, retry-after %d",
+			rep.RobotsViolations, rep.BeforeRobots, rep.PolitenessViolations, first(rep.PolitenessSamples, 5), rep.DuplicateFetches, rep.RetryAfterIgnored)
+	}
+	t.Logf("operator controls: paused and blocked windows quiet; top hosts %v", top.Hosts)
+}
+
+func waitFor(t *testing.T, d time.Duration, cond func() bool, what string) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s within %s", what, d)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
