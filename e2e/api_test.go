@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -192,6 +193,17 @@ func TestAPI(t *testing.T) {
 	for _, name := range []string{"crawlnode_fetch_duration_seconds_bucket", "crawlnode_frontier_queued_urls", "crawlnode_extract_backlog", "crawlnode_frontier_hosts_ready", "crawlnode_bloom_filter_bytes"} {
 		if !strings.Contains(metricsText, name) {
 			t.Errorf("metrics lack %s", name)
+		}
+	}
+	// Every metric the Grafana dashboard in the repo queries exists.
+	gb, err := os.ReadFile("../grafana/crawlnode.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range regexp.MustCompile(`crawlnode_[a-z_]+`).FindAllString(string(gb), -1) {
+		base := strings.TrimSuffix(name, "_bucket")
+		if !strings.Contains(metricsText, base) {
+			t.Errorf("grafana/crawlnode.json queries %s, which /metrics does not serve", name)
 		}
 	}
 	t.Logf("API: %d pages crawled; page %s: %d chars of text; metrics 2xx %v", st.PagesCrawled, article, len(byURL.Corpus.Text), ok2xx)
