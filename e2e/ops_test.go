@@ -160,3 +160,46 @@ func waitFor(t *testing.T, d time.Duration, cond func() bool, what string) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestScope seeds two hosts of a web whose pages link across all hosts, with
+// --scope seed-hosts and an --exclude pattern: the server sees requests for those two hosts
+// only, and none for excluded paths.
+func TestScope(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crawl")
+	}
+	w, addr := web(t, func(c *simweb.Config) { plainWeb(c); c.Hosts = 6; c.Seed = 9 })
+	data := filepath.Join(t.TempDir(), "data")
+	args := crawlArgs(data, addr, w, t, "--scope", "seed-hosts", "--exclude", `/docs/`)
+	for i, a := range args {
+		if a == "--seeds" {
+			args = append(args[:i], args[i+2:]...)
+			break
+		}
+	}
+	args = append(args, "--seed", "http://h0.sim.test/", "--seed", "http://h1.sim.test/")
+	c := startCrawler(t, args...)
+	if code := c.wait(t, 3*time.Minute); code != 0 {
+		t.Fatalf("crawlnode exited %d:\n%s", code, tail(c.stderr.String(), 2000))
+	}
+	hosts := map[string]int{}
+	docs := 0
+	for _, r := range w.Log() {
+		hosts[r.Host]++
+		if strings.HasPrefix(r.Path, "/docs/") {
+			docs++
+		}
+	}
+	for h := range hosts {
+		if h != "h0.sim.test" && h != "h1.sim.test" {
+			t.Errorf("requests to %s, outside the seed hosts", h)
+		}
+	}
+	if docs != 0 {
+		t.Errorf("%d requests for excluded /docs/ paths", docs)
+	}
+	if hosts["h0.sim.test"] < 10 || hosts["h1.sim.test"] < 10 {
+		t.Errorf("the seed hosts were hardly crawled: %v", hosts)
+	}
+	t.Logf("scope seed-hosts, exclude /docs/: requests by host %v", hosts)
+}

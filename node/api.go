@@ -457,6 +457,14 @@ func (n *Node) postSeeds(w http.ResponseWriter, r *http.Request) {
 		cands = append(cands, frontier.Candidate{URL: c, Host: urlnorm.HostKey(c), Priority: prio})
 	}
 	if len(cands) > 0 {
+		hosts := make([]string, len(cands))
+		for i, c := range cands {
+			hosts[i] = c.Host
+		}
+		if err := n.addSeedHosts(hosts); err != nil {
+			writeError(w, http.StatusInternalServerError, "storage", "queue seeds: %v", err)
+			return
+		}
 		res, err := n.front.Add(cands)
 		if err != nil {
 			writeError(w, http.StatusInternalServerError, "storage", "queue seeds: %v", err)

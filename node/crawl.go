@@ -238,8 +238,18 @@ func (n *Node) processSitemap(l *frontier.Lease, resp *fetch.Response, ws *worke
 	n.enqueue(ws.cands)
 }
 
-// enqueue routes discovered URLs. On a single node every host is local.
+// enqueue routes discovered URLs that are in scope. On a single node every host is local.
+// It filters cands in place.
 func (n *Node) enqueue(cands []frontier.Candidate) {
+	if n.scope.mode != ScopeAll || len(n.scope.include)+len(n.scope.exclude) > 0 {
+		kept := cands[:0]
+		for _, c := range cands {
+			if n.inScope(c.URL, c.Host) {
+				kept = append(kept, c)
+			}
+		}
+		cands = kept
+	}
 	if len(cands) == 0 {
 		return
 	}

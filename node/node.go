@@ -62,6 +62,12 @@ type Config struct {
 	RobotsMaxTries  int
 	// RetryBase is the first backoff of a transiently failed URL. Default 2s.
 	RetryBase time.Duration
+	// Scope says which links are followed (default ScopeAll); Include and Exclude are
+	// regular expressions matched against canonical URLs: a link is followed only if it
+	// matches no Exclude and, when Include is given, at least one Include. Seeds are
+	// always crawled.
+	Scope            Scope
+	Include, Exclude []string
 	// ExtractWorkers is the extract stage's worker count. Default: number of CPUs.
 	ExtractWorkers int
 	// Filters are the corpus quality filters.
@@ -131,6 +137,9 @@ func (c *Config) setDefaults() {
 	if c.WARCMaxFileSize == 0 {
 		c.WARCMaxFileSize = 1 << 30
 	}
+	if c.Scope == "" {
+		c.Scope = ScopeAll
+	}
 	if c.MinFreeDisk == 0 {
 		c.MinFreeDisk = 256 << 20
 	}
@@ -164,6 +173,15 @@ func (c *Config) Validate() error {
 	case c.MaxBodySize < 1024:
 		return fmt.Errorf("%w: max body size must be >= 1 KiB", ErrBadConfig)
 	}
+	if _, err := ParseScope(string(c.Scope)); err != nil {
+		return err
+	}
+	if _, err := compilePatterns(c.Include); err != nil {
+		return err
+	}
+	if _, err := compilePatterns(c.Exclude); err != nil {
+		return err
+	}
 	for _, s := range c.Seeds {
 		if _, err := urlnorm.Canonicalize(s); err != nil {
 			return fmt.Errorf("%w: seed %q: %v", ErrBadConfig, s, err)
@@ -188,6 +206,7 @@ type Node struct {
 	warc   *archive.Writer
 	stage  *corpus.Stage
 	ops    ops
+	scope  scope
 	robots *hostCache[*fetch.Robots]
 	tdm    *hostCache[*tdmPolicy]
 	met    *metrics
@@ -275,6 +294,12 @@ func New(cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("open extract stage: %w", err)
 	}
 	if err := n.loadOps(); err != nil {
+		return nil, err
+	}
+	n.scope.mode = cfg.Scope
+	n.scope.include, _ = compilePatterns(cfg.Include)
+	n.scope.exclude, _ = compilePatterns(cfg.Exclude)
+	if err := n.loadScope(); err != nil {
 		return nil, err
 	}
 	n.robots = newHostCache[*fetch.Robots](100_000)
@@ -492,6 +517,13 @@ func (n *Node) addSeeds(seeds []string) error {
 			return fmt.Errorf("%w: seed %q: %v", ErrBadConfig, s, err)
 		}
 		cands = append(cands, frontier.Candidate{URL: c, Host: urlnorm.HostKey(c)})
+	}
+	hosts := make([]string, len(cands))
+	for i, c := range cands {
+		hosts[i] = c.Host
+	}
+	if err := n.addSeedHosts(hosts); err != nil {
+		return fmt.Errorf("queue seeds: %w", err)
 	}
 	res, err := n.front.Add(cands)
 	if err != nil {

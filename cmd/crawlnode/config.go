@@ -114,6 +114,7 @@ var flagGroups = []struct {
 	flags []string
 }{
 	{"Crawl", []string{"data", "name", "seed", "seeds", "exit-when-done", "max-pages", "config"}},
+	{"Scope", []string{"scope", "include", "exclude"}},
 	{"Politeness", []string{"delay", "per-host", "user-agent", "robots-retry"}},
 	{"Limits", []string{"max-depth", "max-pages-per-host", "concurrency", "timeout", "max-body", "retry-base", "min-free-disk"}},
 	{"Network", []string{"resolve"}},

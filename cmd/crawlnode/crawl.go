@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"regexp"
 	"runtime"
 	"runtime/pprof"
 	"strings"
@@ -51,6 +52,9 @@ type crawlFlags struct {
 	cpuProfile  string
 	memProfile  string
 	languages   string
+	scope       string
+	include     listFlag
+	exclude     listFlag
 }
 
 func newCrawlFlags(name string) *crawlFlags {
@@ -71,6 +75,9 @@ func newCrawlFlags(name string) *crawlFlags {
 	fs.IntVar(&c.PerHost, "per-host", 1, "requests in flight per host")
 	fs.IntVar(&c.Concurrency, "concurrency", 64, "fetches in flight on this node")
 	fs.StringVar(&c.UserAgent, "user-agent", node.DefaultUserAgent, "User-Agent header; its product token selects the robots.txt group")
+	fs.StringVar(&f.scope, "scope", "all", "links followed: all, seed-hosts, or seed-domains (the seeds' registrable domains)")
+	fs.Var(&f.include, "include", "follow only links whose URL matches this regular expression (repeatable)")
+	fs.Var(&f.exclude, "exclude", "never follow links whose URL matches this regular expression (repeatable)")
 	fs.Var(&f.resolve, "resolve", "HOST=ADDR: connect to ADDR for HOST (exact name or *.suffix); repeatable")
 	fs.DurationVar(&c.FetchTimeout, "timeout", 30*time.Second, "timeout for one request, body included")
 	fs.IntVar(&c.MaxBodySize, "max-body", 10<<20, "bodies are cut at this many bytes (recorded as truncated)")
@@ -106,7 +113,7 @@ func (f *crawlFlags) parse(args []string) error {
 	if err := applyEnv(f.fs); err != nil {
 		return err
 	}
-	f.seeds.replace, f.resolve.replace = true, true
+	f.seeds.replace, f.resolve.replace, f.include.replace, f.exclude.replace = true, true, true, true
 	if err := f.fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			f.printHelp()
@@ -144,6 +151,16 @@ func (f *crawlFlags) parse(args []string) error {
 		}
 	}
 	c.RobotsRetryBase = f.robotsRetry
+	sc, err := node.ParseScope(f.scope)
+	if err != nil {
+		return usageError{fmt.Sprintf("--scope %q: want all, seed-hosts or seed-domains", f.scope)}
+	}
+	c.Scope, c.Include, c.Exclude = sc, f.include.vals, f.exclude.vals
+	for _, p := range append(append([]string(nil), c.Include...), c.Exclude...) {
+		if _, err := regexp.Compile(p); err != nil {
+			return usageError{fmt.Sprintf("bad --include/--exclude pattern %q: %v", p, err)}
+		}
+	}
 	for _, l := range strings.Split(f.languages, ",") {
 		if l = strings.ToLower(strings.TrimSpace(l)); l == "" {
 			continue
