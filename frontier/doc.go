@@ -58,4 +58,11 @@
 //   - Stats.Queued excludes leased URLs (InFlight) and URLs waiting for a retry
 //     (RetryPending).
 //   - Done after Close returns ErrClosed; the lease is simply issued again after a restart.
+//   - Partitions (partition.go) are the unit of handoff: PausePartition keeps a partition's
+//     hosts out of the schedule and its retries where they are; ExportPartition streams its
+//     five families from one read snapshot; ImportPartition merges idempotently (seen:
+//     union, final beats queued, later final wins; a q/r record only for a URL with no
+//     local seen record, re-keyed with local sequence numbers; host state: the more
+//     cautious); DropPartition deletes with tombstones, not DropPrefix, because badger's
+//     DropPrefix fails every concurrent write in the DB with ErrBlockedWrites.
 package frontier

@@ -178,6 +178,13 @@ type Frontier struct {
 
 	afterAddCommit func() // test hook: runs between Add's commit and its in-memory insert
 
+	// Partition controls (partition.go). A partition is paused while pauseUser says so or
+	// pauseOps counts a running import or drop; its hosts stay out of the ready heap and
+	// its retries are not moved. partMu serializes imports and drops.
+	pauseUser map[uint16]bool
+	pauseOps  map[uint16]int
+	partMu    sync.Mutex
+
 	bloomFalsePos atomic.Int64 // Bloom said "maybe", Badger said "new"
 }
 
@@ -199,6 +206,8 @@ func Open(cfg Config) (*Frontier, error) {
 		retryDue:   make(map[uint16]int64),
 		retryFloor: make(map[uint16]int64),
 		committing: make(map[string]struct{}),
+		pauseUser:  make(map[uint16]bool),
+		pauseOps:   make(map[uint16]int),
 	}
 	if cfg.SeenCacheSize > 0 {
 		f.cache = newSeenCache(cfg.SeenCacheSize)
@@ -332,7 +341,7 @@ func (f *Frontier) delayOf(h *host) time.Duration {
 
 // fixLocked puts the host into the ready heap, moves it, or takes it out.
 func (f *Frontier) fixLocked(h *host) {
-	want := !h.loading && h.queued-h.inflight > 0 && h.inflight < f.cfg.PerHost
+	want := !h.loading && h.queued-h.inflight > 0 && h.inflight < f.cfg.PerHost && !f.pausedLocked(h.part)
 	switch {
 	case want && h.idx < 0:
 		heap.Push(&f.ready, h)
@@ -393,15 +402,15 @@ func (f *Frontier) noteRetryLocked(part uint16, due int64) {
 	if cur, ok := f.retryDue[part]; !ok || due < cur {
 		f.retryDue[part] = due
 	}
-	if f.retryNext == 0 || due < f.retryNext {
+	if (f.retryNext == 0 || due < f.retryNext) && !f.pausedLocked(part) {
 		f.retryNext = due
 	}
 }
 
 func (f *Frontier) recomputeRetryNextLocked() {
 	f.retryNext = 0
-	for _, d := range f.retryDue {
-		if d != math.MaxInt64 && (f.retryNext == 0 || d < f.retryNext) {
+	for p, d := range f.retryDue {
+		if d != math.MaxInt64 && (f.retryNext == 0 || d < f.retryNext) && !f.pausedLocked(p) {
 			f.retryNext = d
 		}
 	}
@@ -950,7 +959,7 @@ func (f *Frontier) moveDue(now int64) error {
 	var parts []uint16
 	var floors []int64
 	for p, d := range f.retryDue {
-		if d <= now {
+		if d <= now && !f.pausedLocked(p) {
 			parts = append(parts, p)
 			floors = append(floors, f.retryFloor[p])
 			f.retryDue[p] = math.MaxInt64 // scanning; concurrent Retry outcomes lower it

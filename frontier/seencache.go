@@ -59,3 +59,18 @@ func (c *seenCache) addLocked(s *seenShard, h [16]byte) {
 	}
 	s.young[h] = struct{}{}
 }
+
+// reset forgets every entry. DropPartition calls it: a hit must stay exact, and the
+// dropped seen keys are gone.
+func (c *seenCache) reset() {
+	if c == nil {
+		return
+	}
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		s.young = make(map[[16]byte]struct{}, c.per)
+		s.old = nil
+		s.mu.Unlock()
+	}
+}
