@@ -3,6 +3,7 @@ package node
 // The node's HTTP API (JSON). Errors are {"error": "..."} with a stable "code"; unknown routes
 // get 404, malformed bodies 400; request bodies are limited to 1 MiB.
 //
+//	GET  /                        the live dashboard (package dashboard)
 //	GET  /healthz                 alive
 //	GET  /readyz                  storage writable and the crawl loop running
 //	GET  /metrics                 Prometheus metrics (crawlnode_*)
@@ -39,6 +40,7 @@ import (
 
 	"github.com/crawlnode/crawlnode/archive"
 	"github.com/crawlnode/crawlnode/corpus"
+	"github.com/crawlnode/crawlnode/dashboard"
 	"github.com/crawlnode/crawlnode/fetch"
 	"github.com/crawlnode/crawlnode/frontier"
 	"github.com/crawlnode/crawlnode/ring"
@@ -91,6 +93,7 @@ func (n *Node) handler() http.Handler {
 	})
 	mux.HandleFunc("GET /v1/deadletters", n.deadLetters)
 	mux.HandleFunc("GET /v1/cluster", n.cluster)
+	mux.Handle("GET /{$}", dashboard.Handler())
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "no route %s %s", r.Method, r.URL.Path)
 	})
