@@ -89,7 +89,7 @@ func TestAPI(t *testing.T) {
 	if resp.StatusCode != 400 {
 		t.Errorf("malformed seeds body: %d, want 400", resp.StatusCode)
 	}
-	body, _ := json.Marshal(map[string]any{"urls": []string{"http://h1.sim.test/", "mailto:x@y", "::bad"}, "priority": "high"})
+	body, _ := json.Marshal(map[string]any{"urls": []string{"http://h1.sim.test/", "mailto:x@y", "::bad"}, "priority": "high", "crawl_depth": 2})
 	resp, err = http.Post(api+"/v1/crawl/seeds", "application/json", bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)

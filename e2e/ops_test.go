@@ -203,3 +203,75 @@ func TestScope(t *testing.T) {
 	}
 	t.Logf("scope seed-hosts, exclude /docs/: requests by host %v", hosts)
 }
+
+// TestSeedCrawlDepth adds a seed through the API with crawl_depth 1: the server sees that
+// host's home page and pages it links to, nothing deeper.
+func TestSeedCrawlDepth(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crawl")
+	}
+	// No cross-host links: h1's pages are reachable only from its own home page.
+	w, addr := web(t, func(c *simweb.Config) { plainWeb(c); c.Hosts = 3; c.Seed = 10; c.CrossHostLinks = 0 })
+	data := filepath.Join(t.TempDir(), "data")
+	args := []string{"--data", data, "--seed", "http://h0.sim.test/", "--scope", "seed-hosts",
+		"--resolve", "*.sim.test=" + addr, "--delay", "0", "--http", "127.0.0.1:0", "--log-level", "warn",
+		"--robots-retry", "200ms", "--retry-base", "200ms"}
+	c := startCrawler(t, args...)
+	defer func() {
+		c.cmd.Process.Signal(syscall.SIGTERM)
+		c.wait(t, 20*time.Second)
+	}()
+	api := apiAddr(t, data)
+	out, err := exec.Command(crawlnodeBin, "seed", "--api", api, "http://h2.sim.test/").CombinedOutput()
+	if err != nil {
+		t.Fatalf("seed: %v %s", err, out)
+	}
+	body := strings.NewReader(`{"urls": ["http://h1.sim.test/"], "crawl_depth": 1}`)
+	resp, err := http.Post(api+"/v1/crawl/seeds", "application/json", body)
+	if err != nil || resp.StatusCode != 202 {
+		t.Fatalf("seed with crawl_depth: %v %v", err, resp)
+	}
+	resp.Body.Close()
+	var st struct {
+		PagesQueued    int64 `json:"pages_queued"`
+		InFlight       int64 `json:"in_flight"`
+		RetryPending   int64 `json:"retry_pending"`
+		PagesCrawled   int64 `json:"pages_crawled"`
+		ExtractBacklog int64 `json:"extract_backlog"`
+	}
+	waitFor(t, 2*time.Minute, func() bool {
+		getJSON(t, api+"/v1/crawl/status", &st)
+		return st.PagesCrawled > 0 && st.PagesQueued == 0 && st.InFlight == 0 && st.RetryPending == 0
+	}, "a settled crawl")
+	home, ok := w.Page("http://h1.sim.test/")
+	if !ok {
+		t.Fatal("simweb has no h1 home page")
+	}
+	allowed := map[string]bool{"http://h1.sim.test/": true}
+	for _, l := range home.Links {
+		allowed[l] = true
+	}
+	deeper, h1, h2 := 0, 0, 0
+	for _, r := range w.Log() {
+		switch {
+		case r.RobotsFile || strings.HasSuffix(r.Path, "tdmrep.json"):
+		case r.Host == "h1.sim.test":
+			h1++
+			if !allowed[r.CanonicalURL] {
+				deeper++
+				if deeper <= 5 {
+					t.Errorf("%s fetched: deeper than crawl_depth 1", r.CanonicalURL)
+				}
+			}
+		case r.Host == "h2.sim.test":
+			h2++
+		}
+	}
+	if h1 < 2 {
+		t.Errorf("only %d requests to h1: its home page's links were not followed", h1)
+	}
+	if h2 < 10 {
+		t.Errorf("only %d requests to h2, seeded without a depth limit through `crawlnode seed`", h2)
+	}
+	t.Logf("crawl_depth 1: %d requests to h1 (home + %d links), %d beyond; seed without limit: %d requests to h2", h1, len(home.Links), deeper, h2)
+}

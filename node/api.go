@@ -8,7 +8,8 @@ package node
 //	GET  /readyz                  storage writable and the crawl loop running
 //	GET  /metrics                 Prometheus metrics (crawlnode_*)
 //	GET  /v1/crawl/status         the node's figures (pages, queue, rate, errors by class, ...)
-//	POST /v1/crawl/seeds          {"urls": [...]} -> 202 {"job_id","seeds_queued","status","rejected":[...]}
+//	POST /v1/crawl/seeds          {"urls": [...], "priority": "high|normal", "crawl_depth": N}
+//	                              -> 202 {"job_id","seeds_queued","status","rejected":[...]}
 //	GET  /v1/pages/{url_hash}     a page's fetch facts, corpus record and text (hex URL hash)
 //	GET  /v1/pages?url=URL        the same by URL
 //	POST /v1/crawl/pause|resume   stop or restart fetching (in-flight fetches finish) -> 204
@@ -449,6 +450,13 @@ func (n *Node) postSeeds(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "bad_depth", `"crawl_depth" must be >= 0`)
 		return
 	}
+	// crawl_depth N: the seed enters at depth MaxDepth-N, so the global depth limit stops
+	// its links N hops out (N is capped at MaxDepth). Within a host, shallower URLs still
+	// come first.
+	seedDepth := 0
+	if req.CrawlDepth != nil {
+		seedDepth = max(0, n.cfg.MaxDepth-*req.CrawlDepth)
+	}
 	resp := seedsResponse{JobID: "default", Status: "accepted"}
 	var cands []frontier.Candidate
 	for _, u := range req.URLs {
@@ -457,7 +465,7 @@ func (n *Node) postSeeds(w http.ResponseWriter, r *http.Request) {
 			resp.Rejected = append(resp.Rejected, rejectedSeed{URL: u, Reason: err.Error()})
 			continue
 		}
-		cands = append(cands, frontier.Candidate{URL: c, Host: urlnorm.HostKey(c), Priority: prio})
+		cands = append(cands, frontier.Candidate{URL: c, Host: urlnorm.HostKey(c), Priority: prio, Depth: seedDepth})
 	}
 	if len(cands) > 0 {
 		hosts := make([]string, len(cands))
