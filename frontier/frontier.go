@@ -84,6 +84,9 @@ type Outcome struct {
 	// archiving and parsing does not stretch the host's schedule. Zero: the time of Done.
 	// A Finished in the future is taken as now.
 	Finished time.Time
+	// Park, with Kind Retry, makes the URL a dead letter now, whatever its attempts (its
+	// host was parked, e.g. robots.txt unreachable through its retries).
+	Park bool
 	// NoRequest says the lease sent nothing to the host (a robots.txt-disallowed URL
 	// dropped, a lease given back at shutdown): the host's politeness clock goes back to
 	// where it was before the lease, unless something else moved it since.
@@ -1120,7 +1123,7 @@ func (f *Frontier) Done(l *Lease, o Outcome) error {
 	case Retry:
 		rec.Attempts++
 		rec.LastErr, rec.LastStatus = o.Err, o.Status
-		if rec.Attempts >= f.cfg.MaxAttempts {
+		if rec.Attempts >= f.cfg.MaxAttempts || o.Park {
 			dead = true
 			dl := DeadLetter{URL: l.URL, Host: l.Host, Attempts: rec.Attempts, LastErr: o.Err, Status: o.Status, At: now}
 			sr := SeenRecord{URL: l.URL, Status: o.Status, State: StateDead, Reason: o.Err, Meta: o.Meta, At: now}

@@ -211,3 +211,23 @@ func TestTopHostsByQueue(t *testing.T) {
 		t.Fatal("unknown host found")
 	}
 }
+
+// A Retry with Park makes the leased URL a dead letter at once (its host was parked while
+// it was leased), not after MaxAttempts.
+func TestRetryParkIsDeadAtOnce(t *testing.T) {
+	f := openF(t, Config{DB: openDB(t, ""), DefaultDelaySet: true})
+	mustAdd(t, f, u("h.test", "/a"))
+	l, _ := tryNext(t, f)
+	if l == nil {
+		t.Fatal("no lease")
+	}
+	mustDone(t, f, l, Outcome{Kind: Retry, Park: true, Err: "robots.txt unreachable"})
+	var got []DeadLetter
+	_ = f.DeadLetters(func(d DeadLetter) bool { got = append(got, d); return true })
+	if len(got) != 1 || got[0].URL != "http://h.test/a" || got[0].Attempts != 1 || got[0].LastErr != "robots.txt unreachable" {
+		t.Fatalf("dead letters %+v", got)
+	}
+	if st := f.Stats(); st.RetryPending != 0 || st.DeadLetters != 1 || !f.Idle() {
+		t.Fatalf("stats %+v idle %v", st, f.Idle())
+	}
+}

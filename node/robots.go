@@ -20,8 +20,13 @@ import (
 type hostMeta struct {
 	Robots         map[string][]byte     `json:"robots,omitempty"`
 	RobotsFailures int                   `json:"robots_failures,omitempty"`
-	TDM            map[string]*tdmPolicy `json:"tdm,omitempty"` // by scheme: the host's tdmrep.json
+	ParkedUntil    time.Time             `json:"parked_until,omitzero"` // robots.txt gave up: park new URLs without asking again
+	TDM            map[string]*tdmPolicy `json:"tdm,omitempty"`         // by scheme: the host's tdmrep.json
 }
+
+// robotsParkTime is how long a host whose robots.txt stayed unreachable through its retries
+// keeps its URLs parked without robots.txt being asked again.
+const robotsParkTime = time.Hour
 
 // robotsFor returns the host's robots rules. When they are unknown or expired it fetches
 // robots.txt in this lease's slot (a request to the host like any other) and returns
@@ -42,6 +47,11 @@ func (n *Node) robotsFor(ctx context.Context, scheme, hostKey string, l *frontie
 		}
 	}
 
+	if now.Before(meta.ParkedUntil) {
+		// robots.txt stayed unreachable through its retries a short while ago: URLs found
+		// since are parked at once, without asking the host again.
+		return nil, frontier.Outcome{Kind: frontier.Retry, Park: true, NoRequest: true, Err: "robots.txt unreachable"}, false
+	}
 	n.stats.robotsReq.Add(1)
 	rr, err := n.client.FetchRobots(ctx, scheme, hostKey)
 	ws.finished = n.cfg.Now()
@@ -62,12 +72,16 @@ func (n *Node) robotsFor(ctx context.Context, scheme, hostKey string, l *frontie
 		// 5xx or unreachable: disallow all for now and try again later; after
 		// RobotsMaxTries the host's URLs are parked so a batch crawl still ends.
 		meta.RobotsFailures++
+		parked := meta.RobotsFailures >= n.cfg.RobotsMaxTries
+		if parked {
+			meta.ParkedUntil = n.cfg.Now().Add(robotsParkTime)
+		}
 		n.saveHostMeta(hostKey, meta)
-		if meta.RobotsFailures >= n.cfg.RobotsMaxTries {
+		if parked {
 			parked, perr := n.front.ParkHost(hostKey, "robots.txt unreachable")
 			n.log.Warn("robots.txt unreachable, host parked", "host", hostKey, "tries", meta.RobotsFailures, "parked", parked, "err", perr)
-			// The lease's own URL is parked with an error outcome.
-			return nil, frontier.Outcome{Kind: frontier.Drop, Err: "robots.txt unreachable"}, false
+			// ParkHost leaves leased URLs alone: the lease's own URL is parked here.
+			return nil, frontier.Outcome{Kind: frontier.Retry, Park: true, Err: "robots.txt unreachable"}, false
 		}
 		wait := n.cfg.RobotsRetryBase << (meta.RobotsFailures - 1)
 		n.front.DeferHost(hostKey, wait)
