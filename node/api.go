@@ -337,11 +337,12 @@ func (n *Node) readyz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready", "node": n.Name()})
 }
 
-// Status is the node's figures as the API reports them.
+// Status is the node's figures, as the API reports them and the progress line shows them.
 type Status struct {
 	Node           string           `json:"node"`
 	State          string           `json:"state"`
 	Uptime         string           `json:"uptime"`
+	Elapsed        time.Duration    `json:"-"`
 	PagesCrawled   int64            `json:"pages_crawled"`
 	PagesQueued    int64            `json:"pages_queued"`
 	InFlight       int64            `json:"in_flight"`
@@ -365,6 +366,7 @@ func (n *Node) Status() Status {
 		Node:           n.Name(),
 		State:          "running",
 		Uptime:         n.cfg.Now().Sub(n.started).Round(time.Second).String(),
+		Elapsed:        n.cfg.Now().Sub(n.started),
 		PagesCrawled:   n.stats.fetched.Load(),
 		PagesQueued:    int64(fs.Queued),
 		InFlight:       int64(fs.InFlight),
@@ -559,4 +561,13 @@ func (n *Node) writePage(w http.ResponseWriter, r *http.Request, sr frontier.See
 		p.Corpus = &rec
 	}
 	writeJSON(w, http.StatusOK, p)
+}
+
+// ErrorCount is transport errors plus 5xx/429 answers: the "errors" of the progress line.
+func (s Status) ErrorCount() int64 {
+	var n int64
+	for _, c := range s.Errors {
+		n += c
+	}
+	return n + s.Responses["5xx"]
 }

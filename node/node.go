@@ -570,35 +570,6 @@ func (c *counters) errorsByClass() map[string]int64 {
 	return out
 }
 
-// Progress is a snapshot for progress output.
-type Progress struct {
-	Elapsed       time.Duration
-	Pages         int64
-	PagesPerSec   float64
-	Queued        int64
-	InFlight      int64
-	Errors        int64
-	Hosts         int64
-	DeadLetters   int64
-	ExtractQueued int64
-}
-
-// Progress returns the node's current figures.
-func (n *Node) Progress() Progress {
-	fs := n.front.Stats()
-	return Progress{
-		Elapsed:       n.cfg.Now().Sub(n.started),
-		Pages:         n.stats.fetched.Load(),
-		PagesPerSec:   n.rate.perSecond(),
-		Queued:        int64(fs.Queued),
-		InFlight:      int64(fs.InFlight),
-		Errors:        n.stats.fetchErr.Load() + n.stats.server5xx.Load(),
-		Hosts:         int64(fs.Hosts),
-		DeadLetters:   int64(fs.DeadLetters),
-		ExtractQueued: int64(n.stage.Backlog()),
-	}
-}
-
 // rateMeter keeps one sample a second for the last minute.
 type rateMeter struct {
 	mu      sync.Mutex

@@ -321,8 +321,8 @@ func crawl(cfg node.Config, quiet bool) error {
 	if err != nil {
 		return err
 	}
-	p := n.Progress()
-	cfg.Logger.Info("crawl stopped", "pages", p.Pages, "queued", p.Queued, "dead_letters", p.DeadLetters, "elapsed", p.Elapsed.Round(time.Millisecond))
+	p := n.Status()
+	cfg.Logger.Info("crawl stopped", "pages", p.PagesCrawled, "queued", p.PagesQueued, "dead_letters", p.DeadLetters, "elapsed", p.Elapsed.Round(time.Millisecond))
 	return nil
 }
 
@@ -344,13 +344,13 @@ func showProgress(ctx context.Context, n *node.Node, log *slog.Logger) {
 			return
 		case <-t.C:
 		}
-		p := n.Progress()
+		p := n.Status()
 		if tty {
 			fmt.Fprintf(os.Stderr, "\r\033[K%s pages %d  %.0f/s  queued %d  in flight %d  errors %d  hosts %d  extract backlog %d",
-				p.Elapsed.Round(time.Second), p.Pages, p.PagesPerSec, p.Queued, p.InFlight, p.Errors, p.Hosts, p.ExtractQueued)
+				p.Elapsed.Round(time.Second), p.PagesCrawled, p.CrawlRate, p.PagesQueued, p.InFlight, p.ErrorCount(), p.HostsKnown, p.ExtractBacklog)
 		} else {
-			log.Info("progress", "pages", p.Pages, "pages_per_s", fmt.Sprintf("%.1f", p.PagesPerSec), "queued", p.Queued,
-				"in_flight", p.InFlight, "errors", p.Errors, "hosts", p.Hosts, "dead_letters", p.DeadLetters, "extract_backlog", p.ExtractQueued)
+			log.Info("progress", "pages", p.PagesCrawled, "pages_per_s", fmt.Sprintf("%.1f", p.CrawlRate), "queued", p.PagesQueued,
+				"in_flight", p.InFlight, "errors", p.ErrorCount(), "hosts", p.HostsKnown, "dead_letters", p.DeadLetters, "extract_backlog", p.ExtractBacklog)
 		}
 	}
 }
