@@ -1,7 +1,8 @@
 // Package ring maps hosts to partitions and partitions to owners.
 //
 // Duties:
-//   - PartitionOf: host key -> partition, a pure function fixed for the life of a crawl.
+//   - PartitionOf: host key -> site key (SiteKey) -> partition, a pure function fixed for
+//     the life of a crawl.
 //     The partition count is a prime (271) so that hosts spread evenly whatever their
 //     naming pattern. The hash is xxhash64, the hasher the consistent ring is built with,
 //     so PartitionOf(host) equals the ring's own partition for that key.
@@ -41,14 +42,55 @@
 //     partition, and every owner of an empty or nil ring, is "".
 package ring
 
-import "github.com/cespare/xxhash/v2"
+import (
+	"strings"
+
+	"github.com/cespare/xxhash/v2"
+)
 
 // PartitionCount is the fixed number of partitions. Changing it changes every key prefix in
 // a node's data directory, so it is part of the data format.
 const PartitionCount = 271
 
 // PartitionOf returns the partition of a host key (lower-case host, plus :port when the port
-// is not the scheme's default).
+// is not the scheme's default): the hash of its SiteKey.
 func PartitionOf(hostKey string) uint16 {
-	return uint16(xxhash.Sum64String(hostKey) % PartitionCount)
+	return uint16(xxhash.Sum64String(SiteKey(hostKey)) % PartitionCount)
+}
+
+// SiteLabels is how many trailing labels of a host name make its site key.
+const SiteLabels = 3
+
+// SiteKey is what a host is partitioned by: the host key with every label beyond the last
+// SiteLabels (3) cut off the front, port kept; IP literals and shorter names are their own
+// key. So www.example.org and example.org are separate sites (each fetched under its own
+// politeness), while x.y.example.org falls in y.example.org's partition and
+// anything.h7.sim.test in h7.sim.test's.
+//
+// Why: a host's defenses against subdomain traps (a page that links to ever new invented
+// subdomains below its host, counted against a budget of its parent) need the parent and
+// its children on one node; with a partition per full host name, each invented
+// subdomain would land on any node and escape the budget. Three labels keep the common
+// sub-sites (blog.example.org, user.github.io) apart for load spreading; deeper names are
+// almost always one operator's. (A public-suffix-aware cut would colocate whole
+// registrable domains, which puts every host of a platform's domain on one node.)
+func SiteKey(hostKey string) string {
+	h, port := hostKey, ""
+	if strings.HasPrefix(h, "[") {
+		return hostKey // IPv6 literal
+	}
+	if i := strings.LastIndexByte(h, ':'); i >= 0 {
+		h, port = h[:i], h[i:]
+	}
+	if strings.Count(h, ".") < SiteLabels {
+		return hostKey
+	}
+	if last := h[strings.LastIndexByte(h, '.')+1:]; last != "" && last[0] >= '0' && last[0] <= '9' {
+		return hostKey // IPv4 literal
+	}
+	cut := len(h)
+	for k := 0; k < SiteLabels; k++ {
+		cut = strings.LastIndexByte(h[:cut], '.')
+	}
+	return h[cut+1:] + port
 }

@@ -41,3 +41,29 @@ func TestPartitionOfSpreadsHosts(t *testing.T) {
 	}
 	t.Logf("hosts per partition: max %d, mean %d", maxc, n/PartitionCount)
 }
+
+func TestSiteKey(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"example.org", "example.org"},
+		{"www.example.org", "www.example.org"},
+		{"a.www.example.org", "www.example.org"},
+		{"x.y.z.example.org:8080", "z.example.org:8080"},
+		{"h7.sim.test", "h7.sim.test"},
+		{"s123.h7.sim.test", "h7.sim.test"},
+		{"s1.s2.h7.sim.test:8081", "h7.sim.test:8081"},
+		{"localhost", "localhost"},
+		{"localhost:8080", "localhost:8080"},
+		{"10.1.2.3", "10.1.2.3"},
+		{"10.1.2.3:8080", "10.1.2.3:8080"},
+		{"[::1]:8080", "[::1]:8080"},
+		{"", ""},
+	} {
+		if got := SiteKey(c.in); got != c.want {
+			t.Errorf("SiteKey(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+	// A host's invented subdomains share its partition; its siblings need not.
+	if PartitionOf("trap1.h7.sim.test") != PartitionOf("h7.sim.test") || PartitionOf("a.b.h7.sim.test") != PartitionOf("h7.sim.test") {
+		t.Error("subdomains of h7.sim.test left its partition")
+	}
+}

@@ -273,7 +273,7 @@ func (r *Ring) OwnerOfHost(hostKey string) string {
 	if r == nil || r.count == 0 {
 		return ""
 	}
-	return r.owners[xxhash.Sum64String(hostKey)%uint64(r.count)]
+	return r.owners[xxhash.Sum64String(SiteKey(hostKey))%uint64(r.count)]
 }
 
 // Backups returns up to n members that follow partition's owner, in consistent's

@@ -403,24 +403,27 @@ func TestBalance(t *testing.T) {
 		urlsPerPartition[PartitionOf(string(buf))] += u
 		totalURLs += u
 	}
-	for _, n := range []int{3, 10, 100} {
-		r := New(names("node-", n), Config{})
-		maxParts, maxURLs := 0, uint64(0)
-		for _, m := range r.Members() {
-			var urls uint64
-			for _, p := range r.Partitions(m) {
-				urls += urlsPerPartition[p]
+	// The defaults, and the shape crawlnode's nodes use (node.ringConfig).
+	for _, shape := range []Config{{}, {ReplicationFactor: 200, Load: 1.1}} {
+		for _, n := range []int{3, 10, 100} {
+			r := New(names("node-", n), shape)
+			maxParts, maxURLs := 0, uint64(0)
+			for _, m := range r.Members() {
+				var urls uint64
+				for _, p := range r.Partitions(m) {
+					urls += urlsPerPartition[p]
+				}
+				maxParts = max(maxParts, len(r.Partitions(m)))
+				maxURLs = max(maxURLs, urls)
 			}
-			maxParts = max(maxParts, len(r.Partitions(m)))
-			maxURLs = max(maxURLs, urls)
-		}
-		meanParts := float64(PartitionCount) / float64(n)
-		meanURLs := float64(totalURLs) / float64(n)
-		pr, ur := float64(maxParts)/meanParts, float64(maxURLs)/meanURLs
-		t.Logf("%3d nodes: partitions max %d mean %.2f (max/mean %.3f); URLs max %d mean %.0f (max/mean %.3f); %d hosts, %d URLs",
-			n, maxParts, meanParts, pr, maxURLs, meanURLs, ur, hosts, totalURLs)
-		if pr > DefaultLoad {
-			t.Errorf("%d nodes: max/mean partitions %.3f > load %.2f", n, pr, DefaultLoad)
+			meanParts := float64(PartitionCount) / float64(n)
+			meanURLs := float64(totalURLs) / float64(n)
+			pr, ur := float64(maxParts)/meanParts, float64(maxURLs)/meanURLs
+			t.Logf("rf %d load %.2f, %3d nodes: partitions max %d mean %.2f (max/mean %.3f); URLs max %d mean %.0f (max/mean %.3f); %d hosts, %d URLs",
+				shape.WithDefaults().ReplicationFactor, shape.WithDefaults().Load, n, maxParts, meanParts, pr, maxURLs, meanURLs, ur, hosts, totalURLs)
+			if limit := max(shape.WithDefaults().Load, float64(r.Capacity())/meanParts); pr > limit {
+				t.Errorf("%d nodes: max/mean partitions %.3f > %.2f", n, pr, limit)
+			}
 		}
 	}
 }
