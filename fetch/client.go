@@ -77,7 +77,7 @@ type Client struct {
 	cfg     Config
 	resolve *resolveTable
 	dns     *dnsCache
-	headers []byte // constant request header lines (User-Agent, Accept...)
+	headers atomic.Pointer[[]byte] // User-Agent, Accept, Accept-Encoding lines (SetUserAgent replaces them)
 
 	mu      sync.Mutex
 	hosts   map[hostKey]*hostEntry
@@ -112,12 +112,18 @@ func New(cfg Config) (*Client, error) {
 		dns:     newDNSCache(cfg.Resolver, cfg.DNSCacheTTL, cfg.NegativeTTL, cfg.DNSCacheSize, cfg.Now),
 		hosts:   make(map[hostKey]*hostEntry),
 	}
-	c.headers = []byte("User-Agent: " + cfg.UserAgent + "\r\n" +
-		"Accept: text/html,application/xhtml+xml,application/xml;q=0.9,text/plain;q=0.8,*/*;q=0.5\r\n" +
-		"Accept-Encoding: gzip, deflate, br\r\n")
+	c.SetUserAgent(cfg.UserAgent)
 	c.readers.New = func() any { return bufio.NewReaderSize(nil, 8<<10) }
 	c.scratch.New = func() any { b := make([]byte, 0, 4<<10); return &b }
 	return c, nil
+}
+
+// SetUserAgent changes the User-Agent of requests sent from now on.
+func (c *Client) SetUserAgent(ua string) {
+	h := []byte("User-Agent: " + ua + "\r\n" +
+		"Accept: text/html,application/xhtml+xml,application/xml;q=0.9,text/plain;q=0.8,*/*;q=0.5\r\n" +
+		"Accept-Encoding: gzip, deflate, br\r\n")
+	c.headers.Store(&h)
 }
 
 // Close closes idle connections and makes later calls fail with ErrClosed.
@@ -194,14 +200,14 @@ func (c *Client) buildRequest(t target, req Request) ([]byte, error) {
 	if strings.ContainsAny(req.IfNoneMatch, "\r\n\x00") || strings.ContainsAny(req.IfModifiedSince, "\r\n\x00") {
 		return nil, classErr(ClassBadURL, req.URL, errors.New("control characters in validators"))
 	}
-	n := 32 + len(t.reqURI) + len(t.hostField) + len(c.headers) + len(req.IfNoneMatch) + len(req.IfModifiedSince) + 40
+	n := 32 + len(t.reqURI) + len(t.hostField) + len(*c.headers.Load()) + len(req.IfNoneMatch) + len(req.IfModifiedSince) + 40
 	b := make([]byte, 0, n)
 	b = append(b, "GET "...)
 	b = append(b, t.reqURI...)
 	b = append(b, " HTTP/1.1\r\nHost: "...)
 	b = append(b, t.hostField...)
 	b = append(b, "\r\n"...)
-	b = append(b, c.headers...)
+	b = append(b, *c.headers.Load()...)
 	if req.IfNoneMatch != "" {
 		b = append(b, "If-None-Match: "...)
 		b = append(b, req.IfNoneMatch...)

@@ -34,6 +34,13 @@ type RobotsResult struct {
 // hop), reading at most MaxRobotsSize. The error is non-nil only for
 // transport failures, in which case the caller uses UnreachableRobots.
 func (c *Client) FetchRobots(ctx context.Context, scheme, hostport string) (*RobotsResult, error) {
+	return c.FetchRobotsDelay(ctx, scheme, hostport, 0)
+}
+
+// FetchRobotsDelay is FetchRobots that waits hopDelay after each redirect hop's response
+// before it requests the next one: every hop is a request to the host and counts
+// against its politeness delay.
+func (c *Client) FetchRobotsDelay(ctx context.Context, scheme, hostport string, hopDelay time.Duration) (*RobotsResult, error) {
 	u := scheme + "://" + hostport + "/robots.txt"
 	if hostport == "" || (scheme != "http" && scheme != "https") {
 		return nil, classErr(ClassBadURL, u, errors.New("need http(s) scheme and host"))
@@ -56,5 +63,14 @@ func (c *Client) FetchRobots(ctx context.Context, scheme, hostport string) (*Rob
 		}
 		u = resp.Location
 		res.Redirects++
+		if hopDelay > 0 {
+			wait := time.NewTimer(time.Until(resp.Finished.Add(hopDelay)))
+			select {
+			case <-ctx.Done():
+				wait.Stop()
+				return nil, classErr(ClassCanceled, u, ctx.Err())
+			case <-wait.C:
+			}
+		}
 	}
 }

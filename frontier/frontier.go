@@ -104,6 +104,12 @@ type Stats struct {
 	DeadLetters  int
 	Seen         int // URLs in the seen set
 	BloomBytes   int // memory of the Bloom filter's bit array
+	// BloomFill is the share of the filter's bits set (its false-positive rate grows with
+	// it; the filter is rebuilt larger when the seen count passes its size).
+	BloomFill float64
+	// BloomChecks counts "maybe seen" answers confirmed against Badger; BloomFalsePositives
+	// those Badger answered "new" (a false positive costs a lookup, never a URL).
+	BloomChecks, BloomFalsePositives int64
 }
 
 type item struct {
@@ -145,7 +151,7 @@ func (h *host) rec() hostRec {
 type Frontier struct {
 	cfg    Config
 	db     *badger.DB
-	limits trapLimits
+	limits atomic.Pointer[trapLimits] // replaced whole by SetLimits
 	log    *slog.Logger
 
 	addMu   sync.Mutex // serializes Add's confirm-then-write of the seen set
@@ -189,6 +195,7 @@ type Frontier struct {
 	partMu    sync.Mutex
 
 	bloomFalsePos atomic.Int64 // Bloom said "maybe", Badger said "new"
+	bloomChecks   atomic.Int64 // Bloom said "maybe" and Badger was asked
 }
 
 // Open builds a Frontier over cfg.DB: it loads host state and counters, counts queued,
@@ -202,7 +209,6 @@ func Open(cfg Config) (*Frontier, error) {
 	f := &Frontier{
 		cfg:        cfg,
 		db:         cfg.DB,
-		limits:     trapLimits{cfg.MaxDepth, cfg.MaxURLLength, cfg.MaxRepeatedSegments, cfg.MaxQueryParams},
 		log:        slog.Default().With("component", "frontier"),
 		hosts:      make(map[string]*host),
 		wake:       make(chan struct{}),
@@ -212,6 +218,7 @@ func Open(cfg Config) (*Frontier, error) {
 		pauseUser:  make(map[uint16]bool),
 		pauseOps:   make(map[uint16]int),
 	}
+	f.limits.Store(&trapLimits{cfg.MaxDepth, cfg.MaxURLLength, cfg.MaxRepeatedSegments, cfg.MaxQueryParams})
 	if cfg.SeenCacheSize > 0 {
 		f.cache = newSeenCache(cfg.SeenCacheSize)
 	}
@@ -530,6 +537,7 @@ func (f *Frontier) Add(cands []Candidate) (AddResult, error) {
 	if len(cands) > 1 {
 		dup = make(map[[16]byte]struct{}, len(cands))
 	}
+	lim := *f.limits.Load()
 	for i := range cands {
 		c := &cands[i]
 		hn := c.Host
@@ -540,7 +548,7 @@ func (f *Frontier) Add(cands []Candidate) (AddResult, error) {
 				continue
 			}
 		}
-		if r := staticCheck(f.limits, c.URL, c.Depth); r != "" {
+		if r := staticCheck(lim, c.URL, c.Depth); r != "" {
 			res.Rejected[r]++
 			continue
 		}
@@ -730,6 +738,7 @@ func (f *Frontier) confirm(items []prep) error {
 			}
 			k[0], k[1], k[2] = famSeen, byte(items[i].part>>8), byte(items[i].part)
 			copy(k[3:], items[i].hash[:])
+			f.bloomChecks.Add(1)
 			_, err := txn.Get(k[:])
 			switch {
 			case err == nil:
@@ -1207,6 +1216,41 @@ func (f *Frontier) backoff(attempt int) time.Duration {
 
 // ---- host controls ----
 
+// Limits are the settings a running crawl may change (the cluster's job configuration);
+// they mean what the Config fields of the same names mean, and take effect at once for
+// new decisions (a URL already queued stays queued).
+type Limits struct {
+	DefaultDelay    time.Duration
+	PerHost         int
+	MaxDepth        int
+	MaxPagesPerHost int
+}
+
+// SetLimits replaces the Limits. Invalid values (PerHost < 1, a negative delay) are
+// ignored field by field.
+func (f *Frontier) SetLimits(l Limits) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if l.DefaultDelay >= 0 {
+		f.cfg.DefaultDelay = l.DefaultDelay
+	}
+	if l.MaxPagesPerHost != 0 {
+		f.cfg.MaxPagesPerHost = l.MaxPagesPerHost
+	}
+	if l.MaxDepth != 0 {
+		lim := *f.limits.Load()
+		lim.maxDepth = l.MaxDepth
+		f.limits.Store(&lim)
+	}
+	if l.PerHost >= 1 && l.PerHost != f.cfg.PerHost {
+		f.cfg.PerHost = l.PerHost
+		for _, h := range f.hosts {
+			f.fixLocked(h)
+		}
+		f.signalLocked()
+	}
+}
+
 // SetHostDelay sets the host's delay between requests (e.g. robots Crawl-delay; 0 allowed)
 // and persists it.
 func (f *Frontier) SetHostDelay(host string, d time.Duration) {
@@ -1418,7 +1462,9 @@ func (f *Frontier) Stats() Stats {
 	f.mu.Unlock()
 	f.bloomMu.RLock()
 	s.BloomBytes = int(f.bloom.Cap() / 8)
+	s.BloomFill = float64(f.bloom.BitSet().Count()) / float64(max(1, f.bloom.Cap()))
 	f.bloomMu.RUnlock()
+	s.BloomChecks, s.BloomFalsePositives = f.bloomChecks.Load(), f.bloomFalsePos.Load()
 	return s
 }
 

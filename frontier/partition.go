@@ -184,6 +184,8 @@ func (f *Frontier) Partitions() ([]uint16, error) {
 // snapshot. key and value are valid only during the call. An error from fn stops the
 // export and is returned as is (wrapped).
 //
+// The in-memory host records of p (their politeness clocks) are written first.
+//
 // For a handoff, pause p and wait for InFlight(p) == 0 first: a leased URL is exported as
 // queued, so exporting a partition that is still being fetched may fetch those URLs
 // twice (never loses them). A plain backup may export a live partition.
@@ -192,6 +194,20 @@ func (f *Frontier) Partitions() ([]uint16, error) {
 // prefix range, the snapshot stream is sequential anyway, and the order (queues first)
 // is useful to the receiver.
 func (f *Frontier) ExportPartition(p uint16, fn func(family byte, key, value []byte) error) error {
+	// The hosts' politeness clocks (next allowed request) live in memory and are written
+	// to Badger only now and then: write p's first, so the receiver knows when each host
+	// was last fetched here and waits its delay from there.
+	f.mu.Lock()
+	var names []string
+	for _, h := range f.hostsOfLocked(p) {
+		names = append(names, h.name)
+	}
+	f.mu.Unlock()
+	if len(names) > 0 {
+		if err := f.persistHosts(names...); err != nil {
+			return fmt.Errorf("frontier: export partition %d: %w", p, err)
+		}
+	}
 	err := f.db.View(func(txn *badger.Txn) error {
 		for _, fam := range exportFamilies {
 			it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: true, PrefetchSize: 256, Prefix: famPrefix(fam, p)})
