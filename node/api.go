@@ -44,7 +44,6 @@ import (
 	"github.com/crawlnode/crawlnode/dashboard"
 	"github.com/crawlnode/crawlnode/fetch"
 	"github.com/crawlnode/crawlnode/frontier"
-	"github.com/crawlnode/crawlnode/ring"
 	"github.com/crawlnode/crawlnode/urlnorm"
 )
 
@@ -69,7 +68,9 @@ func writeError(w http.ResponseWriter, status int, code, format string, a ...any
 }
 
 // handler returns the API's routes.
-func (n *Node) handler() http.Handler {
+// handler is the public API; withInternal adds the node-to-node endpoints under
+// /internal/ (when they have no listener of their own).
+func (n *Node) handler(withInternal bool) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "node": n.Name()})
@@ -94,11 +95,25 @@ func (n *Node) handler() http.Handler {
 	})
 	mux.HandleFunc("GET /v1/deadletters", n.deadLetters)
 	mux.HandleFunc("GET /v1/cluster", n.cluster)
+	mux.HandleFunc("POST /v1/node/leave", n.leaveHandler)
+	mux.HandleFunc("GET /v1/job", n.getJob)
+	mux.HandleFunc("PATCH /v1/job", n.patchJob)
 	mux.Handle("GET /{$}", dashboard.Handler())
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "no route %s %s", r.Method, r.URL.Path)
 	})
-	return http.MaxBytesHandler(n.requireToken(mux), maxRequestBody)
+	public := http.MaxBytesHandler(n.requireToken(mux), maxRequestBody)
+	if !withInternal {
+		return public
+	}
+	internal := n.internalHandler()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/internal/") {
+			internal.ServeHTTP(w, r)
+			return
+		}
+		public.ServeHTTP(w, r)
+	})
 }
 
 // requireToken guards mutating requests with the bearer token, when one is configured.
@@ -175,6 +190,9 @@ type RobotsView struct {
 
 func (n *Node) hostView(w http.ResponseWriter, r *http.Request) {
 	host := strings.ToLower(r.PathValue("host"))
+	if n.routeToOwner(w, r, host) {
+		return
+	}
 	info, ok := n.front.Host(host)
 	if !ok {
 		writeError(w, http.StatusNotFound, "unknown_host", "this node has no URL of host %q", host)
@@ -193,7 +211,7 @@ func (n *Node) hostView(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		rv := RobotsView{URL: scheme + "://" + host + "/robots.txt", Status: rb.Status(), FetchedAt: rb.FetchedAt(), Unreachable: rb.Unreachable(), Sitemaps: rb.Sitemaps()}
-		if d, ok := rb.CrawlDelay(n.cfg.UserAgent); ok {
+		if d, ok := rb.CrawlDelay(n.userAgent()); ok {
 			rv.CrawlDelay = d.String()
 		}
 		v.Robots = append(v.Robots, rv)
@@ -257,69 +275,80 @@ func (n *Node) deadLetters(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"dead_letters": rows, "total": n.front.Stats().DeadLetters})
 }
 
-// ClusterView is GET /v1/cluster. A node on its own is a cluster of one that holds every
-// partition.
-type ClusterView struct {
-	Leader         string          `json:"leader"`
-	PartitionCount int             `json:"partition_count"`
-	Members        []ClusterMember `json:"members"`
-}
-
-// ClusterMember is one member of ClusterView.
-type ClusterMember struct {
-	Name       string `json:"name"`
-	State      string `json:"state"`
-	HTTPAddr   string `json:"http_addr"`
-	Partitions int    `json:"partitions"`
-}
-
-func (n *Node) cluster(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, ClusterView{
-		Leader:         n.Name(),
-		PartitionCount: ring.PartitionCount,
-		Members: []ClusterMember{{
-			Name: n.Name(), State: n.Status().State, HTTPAddr: n.httpAddr.Load().(string), Partitions: ring.PartitionCount,
-		}},
-	})
-}
-
 // startAPI listens on cfg.HTTPAddr and records the bound address in the data directory
-// (http.addr) so tools and tests can find a port chosen by the system.
+// (http.addr) so tools and tests can find a port chosen by the system. With
+// cfg.InternalAddr, the node-to-node endpoints get a listener of their own (recorded in
+// internal.addr) and leave the public one.
 func (n *Node) startAPI() (stop func(), err error) {
-	if n.cfg.HTTPAddr == "" {
-		return func() {}, nil
+	var stops []func()
+	stopAll := func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
 	}
-	ln, err := net.Listen("tcp", n.cfg.HTTPAddr)
+	if n.cfg.HTTPAddr != "" {
+		h := n.handler(n.cfg.InternalAddr == "")
+		addr, stop, err := n.serve(n.cfg.HTTPAddr, h, "http.addr")
+		if err != nil {
+			return nil, fmt.Errorf("http api: %w", err)
+		}
+		n.httpAddr.Store(addr)
+		stops = append(stops, stop)
+	}
+	if n.cfg.InternalAddr != "" {
+		addr, stop, err := n.serve(n.cfg.InternalAddr, n.internalOnly(), "internal.addr")
+		if err != nil {
+			stopAll()
+			return nil, fmt.Errorf("internal api: %w", err)
+		}
+		n.internalAddr.Store(addr)
+		stops = append(stops, stop)
+	}
+	return stopAll, nil
+}
+
+// peerAddr is the address peers reach this node's internal endpoints at.
+func (n *Node) peerAddr() string {
+	if a, _ := n.internalAddr.Load().(string); a != "" {
+		return a
+	}
+	a, _ := n.httpAddr.Load().(string)
+	return a
+}
+
+// serve runs an HTTP server for h on addr and writes the bound address to DIR/file.
+func (n *Node) serve(addr string, h http.Handler, file string) (string, func(), error) {
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("http api: %w", err)
+		return "", nil, err
 	}
-	addr := ln.Addr().String()
-	n.httpAddr.Store(addr)
-	if err := os.WriteFile(filepath.Join(n.dir.Path, "http.addr"), []byte(addr+"\n"), 0o644); err != nil {
+	bound := ln.Addr().String()
+	path := filepath.Join(n.dir.Path, file)
+	if err := os.WriteFile(path, []byte(bound+"\n"), 0o644); err != nil {
 		ln.Close()
-		return nil, fmt.Errorf("http api: %w", err)
+		return "", nil, err
 	}
 	srv := &http.Server{
-		Handler:           n.handler(),
+		Handler:           h,
 		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      60 * time.Second,
+		ReadTimeout:       5 * time.Minute, // partition streams are long bodies
+		WriteTimeout:      5 * time.Minute,
 		IdleTimeout:       2 * time.Minute,
 	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			n.log.Error("http api", "err", err)
+			n.log.Error("http server", "addr", bound, "err", err)
 		}
 	}()
-	n.log.Info("http api listening", "addr", addr)
-	return func() {
+	n.log.Info("http listening", "addr", bound, "file", file)
+	return bound, func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(ctx)
 		<-done
-		os.Remove(filepath.Join(n.dir.Path, "http.addr"))
+		os.Remove(path)
 	}, nil
 }
 
@@ -334,7 +363,13 @@ func (n *Node) readyz(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, "not_running", "crawl loop not running")
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ready", "node": n.Name()})
+	// Joined: in touch with a Raft leader, so the leases this node holds are current and
+	// it may fetch (a node cut off from the leader fences itself and is not ready).
+	if n.cl != nil && (!n.cl.started.Load() || !n.cl.ctl.InContact()) {
+		writeError(w, http.StatusServiceUnavailable, "not_joined", "not in contact with a cluster leader")
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "node": n.Name(), "partitions": n.cl.held()})
 }
 
 // Status is the node's figures, as the API reports them and the progress line shows them.
@@ -354,6 +389,8 @@ type Status struct {
 	SeenURLs       int64            `json:"seen_urls"`
 	BytesFetched   int64            `json:"bytes_fetched"`
 	ExtractBacklog int64            `json:"extract_backlog"`
+	OutboxLinks    int64            `json:"outbox_links"`
+	Partitions     int              `json:"partitions"`
 	Responses      map[string]int64 `json:"responses"`
 	Errors         map[string]int64 `json:"errors"`
 	RateHistory    []RatePoint      `json:"rate_history"`
@@ -390,12 +427,24 @@ func (n *Node) Status() Status {
 	case n.Paused():
 		st.State = "paused"
 	}
+	if n.cl != nil {
+		st.OutboxLinks = int64(n.cl.out.Queued())
+		st.Partitions = n.cl.held()
+		if n.cl.leaving.Load() {
+			st.State = "draining"
+		}
+	}
 	st.RateHistory = n.rate.history()
 	return st
 }
 
+// status is GET /v1/crawl/status: the whole cluster's figures (?local=1: this node's).
 func (n *Node) status(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, n.Status())
+	if r.URL.Query().Get("local") != "" || n.cl == nil || n.cl.g == nil {
+		writeJSON(w, http.StatusOK, n.Status())
+		return
+	}
+	writeJSON(w, http.StatusOK, n.clusterStatus(r.Context()))
 }
 
 type seedsRequest struct {
@@ -478,12 +527,14 @@ func (n *Node) postSeeds(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusInternalServerError, "storage", "queue seeds: %v", err)
 			return
 		}
-		res, err := n.front.Add(cands)
+		res, fwd, err := n.route(r.Context(), cands)
 		if err != nil {
 			writeError(w, http.StatusInternalServerError, "storage", "queue seeds: %v", err)
 			return
 		}
-		resp.SeedsQueued, resp.AlreadySeen = res.Added, res.AlreadySeen
+		// Seeds for hosts another node holds are durable in the outbox: queued as far as
+		// this node can tell (their owner drops the ones it has seen).
+		resp.SeedsQueued, resp.AlreadySeen = res.Added+fwd, res.AlreadySeen
 		for reason, k := range res.Rejected {
 			resp.Rejected = append(resp.Rejected, rejectedSeed{URL: fmt.Sprintf("(%d URLs)", k), Reason: reason})
 		}
@@ -515,6 +566,9 @@ func (n *Node) pageByHash(w http.ResponseWriter, r *http.Request) {
 	var h [16]byte
 	copy(h[:], b)
 	sr, ok, err := n.front.LookupHash(h)
+	if !ok && err == nil && n.askPeers(w, r) {
+		return // the hash names no host: the node that has it answered
+	}
 	n.writePage(w, r, sr, ok, err)
 }
 
@@ -527,6 +581,9 @@ func (n *Node) pageByURL(w http.ResponseWriter, r *http.Request) {
 	c, err := urlnorm.Canonicalize(raw)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "bad_url", "%v", err)
+		return
+	}
+	if n.routeToOwner(w, r, urlnorm.HostKey(c)) {
 		return
 	}
 	sr, ok, err := n.front.Lookup(c)

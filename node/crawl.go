@@ -25,7 +25,9 @@ import (
 	"github.com/crawlnode/crawlnode/corpus"
 	"github.com/crawlnode/crawlnode/extract"
 	"github.com/crawlnode/crawlnode/fetch"
+	"github.com/crawlnode/crawlnode/forward"
 	"github.com/crawlnode/crawlnode/frontier"
+	"github.com/crawlnode/crawlnode/ring"
 	"github.com/crawlnode/crawlnode/urlnorm"
 )
 
@@ -75,6 +77,12 @@ func (n *Node) handle(ctx context.Context, l *frontier.Lease, ws *workerState) f
 	if err != nil {
 		return frontier.Outcome{Kind: frontier.Drop, Err: "bad url: " + err.Error(), NoRequest: true}
 	}
+	if !n.cl.mayFetch(ring.PartitionOf(hostKey)) {
+		// The lease moved, a handoff holds the partition, or the leader is out of touch:
+		// not ours to fetch now. The fence pauses the partition within 100 ms.
+		n.front.DeferHost(hostKey, 200*time.Millisecond)
+		return frontier.Outcome{Kind: frontier.Requeue, NoRequest: true}
+	}
 	if n.isBlocked(hostKey) || n.Paused() {
 		// Blocked domain (or paused since the lease): the URL stays queued, untouched, and
 		// the host is looked at again a few seconds later.
@@ -85,7 +93,7 @@ func (n *Node) handle(ctx context.Context, l *frontier.Lease, ws *workerState) f
 	if !ok {
 		return o
 	}
-	if !rules.Allowed(n.cfg.UserAgent, l.URL) {
+	if !rules.Allowed(n.userAgent(), l.URL) {
 		n.stats.robotsDeny.Add(1)
 		return frontier.Outcome{Kind: frontier.Drop, Err: "disallowed by robots.txt", NoRequest: true}
 	}
@@ -241,7 +249,7 @@ func (n *Node) processSitemap(l *frontier.Lease, resp *fetch.Response, ws *worke
 // enqueue routes discovered URLs that are in scope. On a single node every host is local.
 // It filters cands in place.
 func (n *Node) enqueue(cands []frontier.Candidate) {
-	if n.scope.mode != ScopeAll || len(n.scope.include)+len(n.scope.exclude) > 0 {
+	if n.scope.rules.Load().filtering() {
 		kept := cands[:0]
 		for _, c := range cands {
 			if n.inScope(c.URL, c.Host) {
@@ -253,8 +261,50 @@ func (n *Node) enqueue(cands []frontier.Candidate) {
 	if len(cands) == 0 {
 		return
 	}
-	if _, err := n.front.Add(cands); err != nil {
+	if _, _, err := n.route(context.Background(), cands); err != nil {
 		n.log.Error("queue links", "n", len(cands), "err", err)
+	}
+}
+
+// route queues candidates: those of partitions whose lease this node holds go into the
+// frontier, the others into the outbox for their lease holder. It filters cands in place.
+// The outbox is durable when route returns; when it is full, route waits for room
+// (back-pressure on the fetch slot) until ctx ends.
+func (n *Node) route(ctx context.Context, cands []frontier.Candidate) (frontier.AddResult, int, error) {
+	c := n.cl
+	var remote []forward.Link
+	c.routeMu.RLock()
+	local := cands[:0]
+	for _, cd := range cands {
+		h := cd.Host
+		if h == "" {
+			h = urlnorm.HostKey(cd.URL)
+		}
+		if c.holdsLocal(ring.PartitionOf(h)) {
+			local = append(local, cd)
+		} else {
+			remote = append(remote, forward.Link{URL: cd.URL, Depth: forward.Clamp16(cd.Depth), Hops: forward.Clamp16(cd.Hops), Priority: cd.Priority})
+		}
+	}
+	var res frontier.AddResult
+	var err error
+	if len(local) > 0 {
+		res, err = n.front.Add(local)
+	}
+	c.routeMu.RUnlock()
+	if err != nil || len(remote) == 0 {
+		return res, 0, err
+	}
+	for {
+		err := c.out.Add(remote)
+		if !errors.Is(err, forward.ErrFull) {
+			return res, len(remote), err
+		}
+		select {
+		case <-ctx.Done():
+			return res, 0, err
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 type metrics struct {
 	reg          *prometheus.Registry
 	fetchLatency *prometheus.HistogramVec
+	handoffs     prometheus.Counter
 }
 
 func newMetrics(n *Node) *metrics {
@@ -31,7 +32,10 @@ func newMetrics(n *Node) *metrics {
 			Buckets:   []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 		}, []string{"outcome"}),
 	}
-	reg.MustRegister(m.fetchLatency,
+	m.handoffs = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: "crawlnode", Name: "handoffs_total", Help: "Partitions this node handed off to their new owner.",
+	})
+	reg.MustRegister(m.fetchLatency, m.handoffs,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{Namespace: "crawlnode"}))
 
@@ -79,10 +83,44 @@ func newMetrics(n *Node) *metrics {
 	gauge("frontier_hosts_ready", "Hosts that may be fetched now.", func() float64 { return float64(fstats().ReadyHosts) })
 	gauge("frontier_hosts_waiting", "Hosts with queued URLs waiting for their politeness time.", func() float64 { return float64(fstats().WaitingHosts) })
 	gauge("bloom_filter_bytes", "Memory of the seen set's Bloom filter.", func() float64 { return float64(fstats().BloomBytes) })
+	gauge("bloom_filter_fill_ratio", "Share of the Bloom filter's bits set.", func() float64 { return fstats().BloomFill })
+	counter("bloom_confirms_total", "Bloom filter 'maybe seen' answers confirmed against the exact seen keys.", nil, func() float64 { return float64(fstats().BloomChecks) })
+	counter("bloom_false_positives_total", "Confirms where the exact seen keys said 'new' (a Bloom false positive).", nil, func() float64 { return float64(fstats().BloomFalsePositives) })
 	gauge("extract_backlog", "Pages waiting for text extraction.", func() float64 { return float64(n.stage.Backlog()) })
 	gauge("crawl_rate_pages_per_second", "Responses recorded per second over the last minute.", func() float64 { return n.rate.perSecond() })
 	gauge("fetching_paused", "1 while fetching is paused (low disk space).", func() float64 {
 		if n.pausedUntil.Load() > n.cfg.Now().UnixNano() {
+			return 1
+		}
+		return 0
+	})
+	reg.MustRegister(outboxCollector{n})
+	counter("forwarded_links_total", "Links another node committed to its frontier.", nil, func() float64 {
+		if n.cl == nil {
+			return 0
+		}
+		return float64(n.cl.out.Stats().SentLinks)
+	})
+	counter("forwarded_bytes_total", "Wire bytes of forwarded link batches.", nil, func() float64 {
+		if n.cl == nil {
+			return 0
+		}
+		return float64(n.cl.out.Stats().SentBytes)
+	})
+	gauge("partitions_held", "Partitions whose lease this node holds.", func() float64 {
+		if n.cl == nil {
+			return 0
+		}
+		return float64(n.cl.held())
+	})
+	gauge("raft_leader", "1 while this node is the Raft leader.", func() float64 {
+		if n.cl != nil && n.cl.ctl != nil && n.cl.ctl.IsLeader() {
+			return 1
+		}
+		return 0
+	})
+	gauge("raft_in_contact", "1 while this node has heard from the Raft leader within the lease time (it may fetch).", func() float64 {
+		if n.cl != nil && n.cl.ctl != nil && n.cl.ctl.InContact() {
 			return 1
 		}
 		return 0
@@ -92,4 +130,26 @@ func newMetrics(n *Node) *metrics {
 
 func (m *metrics) handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+// outboxCollector reports the outbox's depth per peer (the partition's lease holder now;
+// peer="" while no holder is known) at scrape time.
+type outboxCollector struct{ n *Node }
+
+var outboxDesc = prometheus.NewDesc("crawlnode_outbox_links", "Links waiting in the outbox, by the peer that holds their partition now.", []string{"peer"}, nil)
+
+func (c outboxCollector) Describe(ch chan<- *prometheus.Desc) { ch <- outboxDesc }
+
+func (c outboxCollector) Collect(ch chan<- prometheus.Metric) {
+	if c.n.cl == nil {
+		return
+	}
+	byPeer := c.n.cl.out.Stats().QueuedByPeer
+	if len(byPeer) == 0 {
+		ch <- prometheus.MustNewConstMetric(outboxDesc, prometheus.GaugeValue, 0, "")
+		return
+	}
+	for peer, k := range byPeer {
+		ch <- prometheus.MustNewConstMetric(outboxDesc, prometheus.GaugeValue, float64(k), peer)
+	}
 }

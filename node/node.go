@@ -82,9 +82,15 @@ type Config struct {
 	// HTTPAddr is where the API listens ("host:port"; port 0 picks one, recorded in the
 	// data directory's http.addr). Empty: no API.
 	HTTPAddr string
+	// InternalAddr, when set, is a separate listener ("host:port") for the node-to-node
+	// endpoints (link forwarding, partition streams, forwarded Raft commands), so they can
+	// sit on a private network while the API faces operators. Default: they share HTTPAddr.
+	InternalAddr string
 	// APIToken, when set, is required as "Authorization: Bearer <token>" on every mutating
 	// API request.
 	APIToken string
+	// Cluster says how the node joins its peers; the zero value is a cluster of one.
+	Cluster ClusterConfig
 	// Logger; default slog.Default().
 	Logger *slog.Logger
 	// Now is the clock. Default time.Now.
@@ -187,7 +193,12 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("%w: seed %q: %v", ErrBadConfig, s, err)
 		}
 	}
-	return nil
+	cc := c.Cluster
+	cc.setDefaults()
+	if (len(cc.Join) > 0 || cc.BootstrapExpect > 1) && c.HTTPAddr == "" && c.InternalAddr == "" {
+		return fmt.Errorf("%w: a cluster member needs an HTTP address (--http or --internal-http) for its peers", ErrBadConfig)
+	}
+	return cc.validate()
 }
 
 // ErrBadConfig marks configuration errors.
@@ -210,11 +221,15 @@ type Node struct {
 	robots *hostCache[*fetch.Robots]
 	tdm    *hostCache[*tdmPolicy]
 	met    *metrics
+	cl     *cluster
+	ua     atomic.Pointer[string] // the user agent now (the job configuration may change it)
+	delay  atomic.Int64           // the default per-host delay now (ns), likewise
 
-	started  time.Time
-	stats    counters
-	running  atomic.Int32 // 1 while Run's crawl loop runs
-	httpAddr atomic.Value // string: the API's bound address
+	started      time.Time
+	stats        counters
+	running      atomic.Int32 // 1 while Run's crawl loop runs
+	httpAddr     atomic.Value // string: the API's bound address
+	internalAddr atomic.Value // string: the internal listener's bound address, if any
 	// pausedUntil (unix ns): no new leases before it (the disk filled up).
 	pausedUntil atomic.Int64
 	lowDisk     atomic.Bool
@@ -296,14 +311,21 @@ func New(cfg Config) (*Node, error) {
 	if err := n.loadOps(); err != nil {
 		return nil, err
 	}
-	n.scope.mode = cfg.Scope
-	n.scope.include, _ = compilePatterns(cfg.Include)
-	n.scope.exclude, _ = compilePatterns(cfg.Exclude)
+	rules := &scopeRules{mode: cfg.Scope}
+	rules.include, _ = compilePatterns(cfg.Include)
+	rules.exclude, _ = compilePatterns(cfg.Exclude)
+	n.scope.rules.Store(rules)
+	n.ua.Store(&cfg.UserAgent)
+	n.delay.Store(int64(cfg.Delay))
 	if err := n.loadScope(); err != nil {
 		return nil, err
 	}
 	n.robots = newHostCache[*fetch.Robots](100_000)
 	n.tdm = newHostCache[*tdmPolicy](100_000)
+	n.cl, err = newCluster(n, cfg.Cluster)
+	if err != nil {
+		return nil, err
+	}
 	n.met = newMetrics(n)
 	ok = true
 	return n, nil
@@ -337,14 +359,30 @@ func openBadger(path string) (*badger.DB, error) {
 func (n *Node) Run(ctx context.Context) error {
 	defer n.closeStores()
 	n.started = n.cfg.Now()
-	if err := n.addSeeds(n.cfg.Seeds); err != nil {
-		return err
-	}
 	stopAPI, err := n.startAPI()
 	if err != nil {
 		return err
 	}
 	defer stopAPI()
+	clusterCtx, stopCluster := context.WithCancel(context.Background())
+	defer stopCluster()
+	if err := n.cl.start(clusterCtx, n.peerAddr()); err != nil {
+		n.cl.shutdown()
+		return fmt.Errorf("cluster: %w", err)
+	}
+	defer n.cl.shutdown()
+	defer stopCluster()
+	// Seeds are routed by the lease table: wait (a little) for it, so that a node alone
+	// queues them in its frontier at once; otherwise they wait in the outbox.
+	select {
+	case <-n.cl.ready:
+	case <-time.After(15 * time.Second):
+		n.log.Warn("no lease table yet; seeds wait in the outbox until the cluster forms")
+	case <-ctx.Done():
+	}
+	if err := n.addSeeds(n.cfg.Seeds); err != nil {
+		return err
+	}
 	n.running.Store(1)
 	defer n.running.Store(0)
 	stageCtx, stopStage := context.WithCancel(context.Background())
@@ -382,6 +420,18 @@ func (n *Node) Run(ctx context.Context) error {
 			}
 		}()
 	}
+	// A decommission ends the run like a finished crawl once everything is handed off.
+	left := false
+	bg.Add(1)
+	go func() {
+		defer bg.Done()
+		select {
+		case <-n.cl.left:
+			left = true
+			stopLeasing()
+		case <-leaseCtx.Done():
+		}
+	}()
 
 	<-leaseCtx.Done()
 	graceful := false
@@ -402,8 +452,9 @@ func (n *Node) Run(ctx context.Context) error {
 		<-waited
 	}
 	bg.Wait()
+	graceful = graceful || left
 
-	if graceful && n.cfg.ExitWhenDone {
+	if graceful && (n.cfg.ExitWhenDone || left) {
 		// A batch crawl's output is complete only when the extract stage caught up.
 		if err := n.stage.Drain(ctx); err != nil && ctx.Err() == nil {
 			return fmt.Errorf("drain extract stage: %w", err)
@@ -429,6 +480,12 @@ func (n *Node) waitDone(ctx context.Context) bool {
 			return n.cfg.MaxPages > 0 && n.stats.fetched.Load() >= n.cfg.MaxPages
 		case <-t.C:
 		}
+		if n.cl != nil && n.cl.g != nil {
+			if n.clusterDone(ctx) {
+				return true
+			}
+			continue
+		}
 		if n.front.Idle() && n.stats.busy.Load() == 0 {
 			idleRounds++
 		} else {
@@ -438,6 +495,33 @@ func (n *Node) waitDone(ctx context.Context) bool {
 			return true
 		}
 	}
+}
+
+// clusterDone polls the cluster once a second until every member is idle twice in a row
+// (or a peer already decided), then says so to peers for a few seconds before returning.
+func (n *Node) clusterDone(ctx context.Context) bool {
+	prev := int64(-1)
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		if n.cl.clusterDone(ctx, &prev) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return n.cfg.MaxPages > 0 && n.stats.fetched.Load() >= n.cfg.MaxPages
+		case <-t.C:
+		}
+	}
+	n.cl.doneLocal.Store(true)
+	n.log.Info("the cluster's crawl is done")
+	if len(n.cl.g.Alive()) > 1 {
+		select { // let peers hear it
+		case <-time.After(3 * time.Second):
+		case <-ctx.Done():
+		}
+	}
+	return true
 }
 
 // maintain runs periodic housekeeping: Badger value-log GC and the crawl-rate meter.
@@ -525,11 +609,11 @@ func (n *Node) addSeeds(seeds []string) error {
 	if err := n.addSeedHosts(hosts); err != nil {
 		return fmt.Errorf("queue seeds: %w", err)
 	}
-	res, err := n.front.Add(cands)
+	res, fwd, err := n.route(context.Background(), cands)
 	if err != nil {
 		return fmt.Errorf("queue seeds: %w", err)
 	}
-	n.log.Info("seeds queued", "given", len(seeds), "new", res.Added, "already_seen", res.AlreadySeen)
+	n.log.Info("seeds queued", "given", len(seeds), "new", res.Added, "already_seen", res.AlreadySeen, "forwarded", fwd)
 	return nil
 }
 

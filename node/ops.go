@@ -11,6 +11,8 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"golang.org/x/net/idna"
+
+	"github.com/crawlnode/crawlnode/control"
 )
 
 // Operator controls that change what the node fetches: pause/resume and blocked domains.
@@ -82,8 +84,23 @@ func (n *Node) saveOpsLocked() error {
 	return n.db.Update(func(txn *badger.Txn) error { return txn.Set(jobKey, b) })
 }
 
-// SetPaused pauses or resumes fetching. Fetches in flight finish and are recorded.
+// SetPaused pauses or resumes fetching on every node of the cluster (through the Raft job
+// configuration; this node applies it at once, the others within a second). Fetches in
+// flight finish and are recorded.
 func (n *Node) SetPaused(p bool) error {
+	if n.cl != nil && n.cl.ctl != nil {
+		var cmd control.Command = control.Resume{At: time.Now()}
+		if p {
+			cmd = control.Pause{At: time.Now()}
+		}
+		if err := n.cl.applyJobCommand(cmd); err != nil {
+			return err
+		}
+	}
+	return n.setPausedLocal(p)
+}
+
+func (n *Node) setPausedLocal(p bool) error {
 	n.ops.mu.Lock()
 	defer n.ops.mu.Unlock()
 	if n.ops.paused == p {
@@ -124,10 +141,23 @@ func (n *Node) SetBlocked(domain string, block bool) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if n.cl != nil && n.cl.ctl != nil {
+		var cmd control.Command = control.UnblockDomain{Domain: d, At: time.Now()}
+		if block {
+			cmd = control.BlockDomain{Domain: d, At: time.Now()}
+		}
+		if err := n.cl.applyJobCommand(cmd); err != nil {
+			return "", err
+		}
+	}
+	return d, n.setBlockedLocal(d, block)
+}
+
+func (n *Node) setBlockedLocal(d string, block bool) error {
 	n.ops.mu.Lock()
 	defer n.ops.mu.Unlock()
 	if n.ops.blocked[d] == block {
-		return d, nil
+		return nil
 	}
 	if block {
 		n.ops.blocked[d] = true
@@ -135,7 +165,31 @@ func (n *Node) SetBlocked(domain string, block bool) (string, error) {
 		delete(n.ops.blocked, d)
 	}
 	n.log.Info("domain "+map[bool]string{true: "blocked", false: "unblocked"}[block], "domain", d)
-	return d, n.saveOpsLocked()
+	return n.saveOpsLocked()
+}
+
+// applyJob makes the local operator state match the cluster's job configuration.
+func (n *Node) applyJob(paused bool, blocked []string) {
+	n.ops.mu.Lock()
+	defer n.ops.mu.Unlock()
+	same := n.ops.paused == paused && len(n.ops.blocked) == len(blocked)
+	for _, d := range blocked {
+		same = same && n.ops.blocked[d]
+	}
+	if same {
+		return
+	}
+	if n.ops.paused != paused {
+		n.log.Info("fetching "+map[bool]string{true: "paused", false: "resumed"}[paused], "by", "cluster")
+	}
+	n.ops.paused = paused
+	n.ops.blocked = map[string]bool{}
+	for _, d := range blocked {
+		n.ops.blocked[d] = true
+	}
+	if err := n.saveOpsLocked(); err != nil {
+		n.log.Error("save job state", "err", err)
+	}
 }
 
 // Blocked lists the blocked domains.

@@ -53,7 +53,8 @@ func (n *Node) robotsFor(ctx context.Context, scheme, hostKey string, l *frontie
 		return nil, frontier.Outcome{Kind: frontier.Retry, Park: true, NoRequest: true, Err: "robots.txt unreachable"}, false
 	}
 	n.stats.robotsReq.Add(1)
-	rr, err := n.client.FetchRobots(ctx, scheme, hostKey)
+	// Each redirect hop is a request to the host: the hops keep the default delay apart.
+	rr, err := n.client.FetchRobotsDelay(ctx, scheme, hostKey, time.Duration(n.delay.Load()))
 	ws.finished = n.cfg.Now()
 	if err == nil {
 		ws.finished = rr.Finished
@@ -111,7 +112,7 @@ func (n *Node) robotsFor(ctx context.Context, scheme, hostKey string, l *frontie
 }
 
 func (n *Node) applyCrawlDelay(hostKey string, r *fetch.Robots) {
-	if d, ok := r.CrawlDelay(n.cfg.UserAgent); ok {
+	if d, ok := r.CrawlDelay(n.userAgent()); ok {
 		n.front.SetHostDelay(hostKey, d)
 	}
 }

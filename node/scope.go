@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/dgraph-io/badger/v4"
 	"golang.org/x/net/publicsuffix"
@@ -39,14 +40,23 @@ func ParseScope(s string) (Scope, error) {
 // scope is the node's scope filter. The seed hosts and domains are persisted (key "jscope"),
 // so a resumed crawl keeps its scope without its seeds being given again.
 type scope struct {
-	mode     Scope
-	include  []*regexp.Regexp
-	exclude  []*regexp.Regexp
+	rules    atomic.Pointer[scopeRules] // replaced whole when the job configuration changes
 	mu       sync.RWMutex
 	hosts    map[string]bool
 	domains  map[string]bool
 	loaded   bool
 	needSave bool
+}
+
+// scopeRules are the link-following rules a running crawl may change.
+type scopeRules struct {
+	mode             Scope
+	include, exclude []*regexp.Regexp
+}
+
+// filtering reports whether any rule can reject a link.
+func (r *scopeRules) filtering() bool {
+	return r.mode != ScopeAll || len(r.include)+len(r.exclude) > 0
 }
 
 var scopeKey = []byte("jscope")
@@ -134,7 +144,8 @@ func (n *Node) addSeedHosts(hostKeys []string) error {
 // inScope reports whether a discovered link (canonical URL and its host key) is followed.
 func (n *Node) inScope(url, hostKey string) bool {
 	s := &n.scope
-	switch s.mode {
+	rules := s.rules.Load()
+	switch rules.mode {
 	case ScopeSeedHosts:
 		s.mu.RLock()
 		ok := s.hosts[hostKey]
@@ -150,15 +161,15 @@ func (n *Node) inScope(url, hostKey string) bool {
 			return false
 		}
 	}
-	for _, re := range s.exclude {
+	for _, re := range rules.exclude {
 		if re.MatchString(url) {
 			return false
 		}
 	}
-	if len(s.include) == 0 {
+	if len(rules.include) == 0 {
 		return true
 	}
-	for _, re := range s.include {
+	for _, re := range rules.include {
 		if re.MatchString(url) {
 			return true
 		}

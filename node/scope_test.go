@@ -38,9 +38,10 @@ func TestScope(t *testing.T) {
 		{ScopeAll, []string{`\.html$`}, []string{`/b\.`}, "http://x.test/b.html", "x.test", false},
 	}
 	for _, c := range cases {
-		n.scope.mode = c.mode
-		n.scope.include, _ = compilePatterns(c.inc)
-		n.scope.exclude, _ = compilePatterns(c.exc)
+		r := &scopeRules{mode: c.mode}
+		r.include, _ = compilePatterns(c.inc)
+		r.exclude, _ = compilePatterns(c.exc)
+		n.scope.rules.Store(r)
 		if got := n.inScope(c.url, c.host); got != c.want {
 			t.Errorf("%s inc=%v exc=%v %s: %v, want %v", c.mode, c.inc, c.exc, c.url, got, c.want)
 		}

@@ -110,7 +110,7 @@ func (n *Node) tdmFor(ctx context.Context, scheme, hostKey string, rules *fetch.
 	}
 	url := key + tdmPath
 	var p *tdmPolicy
-	if !rules.Allowed(n.cfg.UserAgent, url) {
+	if !rules.Allowed(n.userAgent(), url) {
 		p = &tdmPolicy{FetchedAt: now} // not ours to fetch: no reservation known
 	} else {
 		resp, err := n.client.Do(ctx, fetch.Request{URL: url})

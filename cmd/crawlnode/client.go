@@ -13,7 +13,8 @@ import (
 	"time"
 )
 
-// The API wrappers for the shell: status, seed, block, unblock, pause, resume. Each takes
+// The API wrappers for the shell: status, cluster, seed, block, unblock, pause, resume,
+// leave (decommission the node the API belongs to). Each takes
 // --api URL (default http://127.0.0.1:7070, or CRAWLNODE_API) and --api-token (or
 // CRAWLNODE_API_TOKEN) and prints the node's JSON answer.
 
@@ -46,6 +47,10 @@ func runClient(cmd string, args []string) error {
 		method, path = http.MethodGet, "/v1/crawl/status"
 	case "pause", "resume":
 		method, path = http.MethodPost, "/v1/crawl/"+cmd
+	case "leave":
+		method, path = http.MethodPost, "/v1/node/leave"
+	case "cluster":
+		method, path = http.MethodGet, "/v1/cluster"
 	case "block", "unblock":
 		if len(pos) != 1 {
 			return usageError{fmt.Sprintf("%s: give one domain", cmd)}

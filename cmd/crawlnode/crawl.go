@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"regexp"
@@ -55,6 +56,7 @@ type crawlFlags struct {
 	scope       string
 	include     listFlag
 	exclude     listFlag
+	join        listFlag
 }
 
 func newCrawlFlags(name string) *crawlFlags {
@@ -96,6 +98,15 @@ func newCrawlFlags(name string) *crawlFlags {
 	fs.Int64Var(&c.MinFreeDisk, "min-free-disk", 256<<20, "pause fetching while the data directory's disk has fewer free bytes than this (resumes by itself)")
 	fs.StringVar(&c.APIToken, "api-token", "", "bearer token required by every mutating API request (also CRAWLNODE_API_TOKEN)")
 	fs.StringVar(&c.HTTPAddr, "http", "127.0.0.1:7070", "HTTP API address (port 0: any free port, written to DIR/http.addr; empty: no API)")
+	fs.StringVar(&c.InternalAddr, "internal-http", "", "separate address for the node-to-node endpoints (default: they share --http)")
+	cl := &c.Cluster
+	fs.StringVar(&cl.BindAddr, "bind", "", "gossip (memberlist) address, TCP and UDP (default 127.0.0.1:0 when alone; give a fixed port for a cluster)")
+	fs.StringVar(&cl.AdvertiseAddr, "advertise", "", "gossip address peers use, when it differs from --bind (NAT, containers)")
+	fs.StringVar(&cl.RaftAddr, "raft", "", "Raft address (default: the --bind host, port + 1)")
+	fs.Var(&f.join, "join", "gossip address of a cluster member to join (repeatable or comma-separated)")
+	fs.IntVar(&cl.BootstrapExpect, "bootstrap-expect", 0, "form the cluster once this many members gossip (give it to every initial node; alone: 1)")
+	fs.DurationVar(&cl.Grace, "grace", 30*time.Second, "how long a stopped node keeps its partitions before others take them over")
+	fs.StringVar(&cl.Profile, "cluster-profile", "lan", "cluster timings: lan, or test (fast, for one machine)")
 	return f
 }
 
@@ -113,7 +124,7 @@ func (f *crawlFlags) parse(args []string) error {
 	if err := applyEnv(f.fs); err != nil {
 		return err
 	}
-	f.seeds.replace, f.resolve.replace, f.include.replace, f.exclude.replace = true, true, true, true
+	f.seeds.replace, f.resolve.replace, f.include.replace, f.exclude.replace, f.join.replace = true, true, true, true, true
 	if err := f.fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			f.printHelp()
@@ -151,6 +162,30 @@ func (f *crawlFlags) parse(args []string) error {
 		}
 	}
 	c.RobotsRetryBase = f.robotsRetry
+	for _, j := range f.join.vals {
+		for _, a := range strings.Split(j, ",") {
+			if a = strings.TrimSpace(a); a != "" {
+				c.Cluster.Join = append(c.Cluster.Join, a)
+			}
+		}
+	}
+	if c.Cluster.BootstrapExpect < 0 {
+		return usageError{"--bootstrap-expect must be >= 0"}
+	}
+	if c.Cluster.Grace <= 0 {
+		return usageError{"--grace must be > 0"}
+	}
+	if c.Cluster.Profile != "lan" && c.Cluster.Profile != "test" {
+		return usageError{fmt.Sprintf("--cluster-profile %q: want lan or test", c.Cluster.Profile)}
+	}
+	for _, a := range append([]string{c.Cluster.BindAddr, c.Cluster.AdvertiseAddr, c.Cluster.RaftAddr}, c.Cluster.Join...) {
+		if a == "" {
+			continue
+		}
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			return usageError{fmt.Sprintf("address %q: want host:port", a)}
+		}
+	}
 	sc, err := node.ParseScope(f.scope)
 	if err != nil {
 		return usageError{fmt.Sprintf("--scope %q: want all, seed-hosts or seed-domains", f.scope)}
@@ -258,9 +293,10 @@ func runCrawl(args []string) error {
 	if _, err := node.CheckDataDir(f.cfg.DataDir, f.cfg.Name); err != nil {
 		return err
 	}
-	if len(f.cfg.Seeds) == 0 {
+	// A cluster member takes its work from its peers; a node alone needs seeds.
+	if len(f.cfg.Seeds) == 0 && len(f.cfg.Cluster.Join) == 0 && f.cfg.Cluster.BootstrapExpect <= 1 {
 		if _, err := os.Stat(f.cfg.DataDir); errors.Is(err, os.ErrNotExist) {
-			return usageError{"no seeds: give --seed URL or --seeds FILE (or --data of a crawl to resume)"}
+			return usageError{"no seeds: give --seed URL or --seeds FILE (or --data of a crawl to resume, or --join a cluster)"}
 		}
 	}
 	stopProfile, err := startProfiles(f.cpuProfile, f.memProfile)
@@ -322,7 +358,7 @@ func crawl(cfg node.Config, quiet bool) error {
 		return err
 	}
 	p := n.Status()
-	cfg.Logger.Info("crawl stopped", "pages", p.PagesCrawled, "queued", p.PagesQueued, "dead_letters", p.DeadLetters, "elapsed", p.Elapsed.Round(time.Millisecond))
+	cfg.Logger.Info("crawl stopped", append([]any{"pages", p.PagesCrawled, "queued", p.PagesQueued, "dead_letters", p.DeadLetters, "elapsed", p.Elapsed.Round(time.Millisecond)}, n.TransferStats()...)...)
 	return nil
 }
 

@@ -31,7 +31,7 @@ func run(args []string) int {
 			err = runExport(args[1:])
 		case "deadletters":
 			err = runDeadLetters(args[1:])
-		case "status", "seed", "block", "unblock", "pause", "resume":
+		case "status", "cluster", "seed", "block", "unblock", "pause", "resume", "leave":
 			err = runClient(args[0], args[1:])
 		case "help":
 			usage(os.Stdout)
@@ -75,7 +75,8 @@ Usage:
   crawlnode demo [--out DIR] [--hosts N]
   crawlnode export --data DIR --format jsonl|warc|urls [--include-duplicates] --out PATH
   crawlnode deadletters --data DIR
-  crawlnode status|pause|resume [--api URL]
+  crawlnode status|cluster|pause|resume [--api URL]
+  crawlnode leave [--api URL]           decommission that node: hand off its partitions, then exit
   crawlnode seed [--api URL] [--priority high] URL ...
   crawlnode block|unblock [--api URL] DOMAIN
 

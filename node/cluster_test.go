@@ -1,0 +1,114 @@
+package node
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/crawlnode/crawlnode/fetch"
+	"github.com/crawlnode/crawlnode/simweb"
+)
+
+// TestClusterInProcess runs real nodes in one process (so the race detector sees the
+// cluster code): two form a cluster, a third joins mid-crawl and takes partitions over by
+// handoff, and the crawl must end on every node with full coverage, no duplicate fetch
+// and no robots or politeness violation, as simweb saw it.
+func TestClusterInProcess(t *testing.T) {
+	if testing.Short() {
+		t.Skip("in-process cluster crawl")
+	}
+	cfg := simweb.DefaultConfig()
+	cfg.Hosts, cfg.Seed, cfg.MeanPages, cfg.MaxWords = 24, 11, 40, 2000
+	cfg.CrawlDelayHosts = 0
+	w, err := simweb.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, err := w.Start("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	rule, err := fetch.ParseResolve("*.sim.test=" + addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const delay = 5 * time.Millisecond
+	base := t.TempDir()
+	mk := func(name string, seeds []string, join []string, expect int) *Node {
+		n, err := New(Config{
+			DataDir: filepath.Join(base, name), Name: name, Seeds: seeds, ExitWhenDone: true,
+			Delay: delay, DelaySet: true, Concurrency: 8, ExtractWorkers: 1, MaxDepth: 100,
+			RobotsRetryBase: 50 * time.Millisecond, RetryBase: 50 * time.Millisecond, FetchTimeout: 5 * time.Second,
+			Resolve: []fetch.ResolveRule{rule}, HTTPAddr: "127.0.0.1:0", MinFreeDisk: -1,
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+			Cluster: ClusterConfig{BindAddr: "127.0.0.1:0", RaftAddr: "127.0.0.1:0", Join: join,
+				BootstrapExpect: expect, Profile: "test", Grace: 5 * time.Second},
+		})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		return n
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 3)
+	run := func(n *Node) {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs <- n.Run(context.Background()) }()
+	}
+	waitAddr := func(n *Node) string {
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) {
+			if a := n.GossipAddr(); a != "" {
+				return a
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		t.Fatalf("%s never started its cluster layer", n.Name())
+		return ""
+	}
+	n1 := mk("n1", w.Seeds(), nil, 2)
+	run(n1)
+	a1 := waitAddr(n1)
+	n2 := mk("n2", nil, []string{a1}, 2)
+	run(n2)
+	for deadline := time.Now().Add(30 * time.Second); len(w.Log()) < 300; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the two-node cluster did not start crawling: %d requests", len(w.Log()))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	n3 := mk("n3", nil, []string{a1}, 0)
+	run(n3)
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(4 * time.Minute):
+		t.Fatal("the cluster did not finish within 4 minutes")
+	}
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Errorf("run: %v", err)
+		}
+	}
+	if n3.cl.stats.imports.Load() == 0 {
+		t.Errorf("the joining node received no partition")
+	}
+	rep := w.Report(simweb.ReportOptions{UserAgent: DefaultUserAgent, DefaultDelay: delay, PerHost: 1})
+	t.Logf("requests %d, coverage %.4f (%d/%d), duplicates %d, handoffs n1 %d n2 %d, imports n3 %d",
+		rep.Requests, rep.Coverage, rep.Reached, rep.MustReach, rep.DuplicateFetches,
+		n1.cl.stats.handoffs.Load(), n2.cl.stats.handoffs.Load(), n3.cl.stats.imports.Load())
+	if rep.Coverage < 1 {
+		t.Errorf("coverage %.4f, missing %v", rep.Coverage, rep.Missing[:min(10, len(rep.Missing))])
+	}
+	if rep.DuplicateFetches != 0 || rep.RobotsViolations != 0 || rep.BeforeRobots != 0 || rep.PolitenessViolations != 0 {
+		t.Errorf("duplicates %d %v, robots violations %d, before robots %d, politeness %d %v", rep.DuplicateFetches, rep.Duplicates,
+			rep.RobotsViolations, rep.BeforeRobots, rep.PolitenessViolations, rep.PolitenessSamples)
+	}
+}

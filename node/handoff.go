@@ -1,0 +1,475 @@
+package node
+
+// Partition handoff, the leftover sweep, decommission and cluster-wide completion.
+//
+// Handoff of partition p from A (lease holder at epoch e) to B (its ring owner):
+//
+//	A: hold p (no fetching, p's links to the outbox), wait for p's fetches in flight
+//	A ──snapshot stream (p, e, A->B)──▶ B: accepts because the lease says (A, e); imports
+//	A: AssignLeases p: A@e -> B (epoch e+1), through the leader; waits to see it applied
+//	A ──snapshot stream (p, e+1)──▶ B: what reached A between the two streams (idempotent merge)
+//	A: drop p; release the hold (p stays fenced: A no longer holds its lease)
+//
+// B fetches p only once its own copy of the lease table names it, after the commit, and A
+// stopped before the first stream: no host is fetched by both. A failure before the
+// commit releases p on A (B's copy is a harmless duplicate that B's sweep sends back);
+// after the commit, whatever A still holds of p is sent by the sweep, which streams every
+// partition present here but leased elsewhere to its holder and then drops it.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/crawlnode/crawlnode/control"
+	"github.com/crawlnode/crawlnode/forward"
+	"github.com/crawlnode/crawlnode/gossip"
+	"github.com/crawlnode/crawlnode/ring"
+	"github.com/crawlnode/crawlnode/snapshot"
+)
+
+func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
+
+// maxHandoffs is how many partitions one node hands off at once.
+const maxHandoffs = 4
+
+// startHandoffs starts handoffs of partitions this node holds whose ring owner is another
+// live, registered node.
+func (c *cluster) startHandoffs(ctx context.Context) {
+	if !c.ctl.InContact() {
+		return
+	}
+	t := c.tab.Load()
+	r := c.ringNow()
+	alive := c.aliveMembers()
+	c.mu.Lock()
+	running := len(c.handing)
+	c.mu.Unlock()
+	for p := range ring.PartitionCount {
+		if running >= maxHandoffs {
+			return
+		}
+		l := t.leases[p]
+		if l.Owner != c.self {
+			continue
+		}
+		target := r.Owner(uint16(p))
+		if target == "" || target == c.self {
+			continue
+		}
+		m, ok := alive[target]
+		if !ok || m.Meta.State == gossip.StateDraining || m.Meta.State == gossip.StateLeft || m.Meta.HTTPAddr == "" {
+			continue
+		}
+		c.mu.Lock()
+		busy := c.handing[uint16(p)]
+		c.mu.Unlock()
+		if busy {
+			continue
+		}
+		running++
+		c.wg.Add(1)
+		go func(p uint16, target string, epoch uint64) {
+			defer c.wg.Done()
+			if err := c.handoff(ctx, p, target, epoch); err != nil && ctx.Err() == nil {
+				c.stats.handoffFails.Add(1)
+				c.log.Warn("handoff failed; will retry", "partition", p, "epoch", epoch, "peer", target, "err", err)
+			}
+		}(uint16(p), target, l.Epoch)
+	}
+}
+
+// handoff moves partition p (held here at epoch) to target.
+func (c *cluster) handoff(ctx context.Context, p uint16, target string, epoch uint64) error {
+	if err := c.acquire(ctx, p, true, 30*time.Second); err != nil {
+		return err
+	}
+	defer c.release(p, true)
+	if owner, e := c.ownerOf(p); owner != c.self || e != epoch {
+		return nil // the table moved on meanwhile
+	}
+	start := time.Now()
+	st, err := c.sendPartition(ctx, p, target, epoch)
+	if err != nil {
+		return fmt.Errorf("stream: %w", err)
+	}
+	move := control.AssignLeases{Moves: []control.LeaseMove{{Partition: p, From: c.self, To: target, Epoch: epoch}}, At: time.Now()}
+	res, err := c.apply(ctx, move)
+	// The partition stays held until this node's own copy of the lease table shows where
+	// the lease went. Releasing it on a lost reply, or while this node's Raft log lags
+	// the leader's, would let it fetch p again while the new owner already does (seen in
+	// a scale-out under load: three requests to one host from two nodes at once).
+	for {
+		if err == nil && res.Code != "" && res.Code != "lease_conflict" {
+			return fmt.Errorf("move lease: %s", res.Error) // refused: nothing moved
+		}
+		if c.waitLeaseChange(ctx, p, epoch, 2*time.Second) {
+			break
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err != nil {
+			c.log.Warn("lease move unconfirmed; asking again", "partition", p, "epoch", epoch, "peer", target, "err", err)
+		}
+		// Compare-and-set: a repeat of a move that was committed is a conflict, not a
+		// second move.
+		res, err = c.apply(ctx, move)
+	}
+	if owner, e := c.ownerOf(p); owner != target || e != epoch+1 {
+		c.log.Warn("lease of a partition being handed off went elsewhere", "partition", p, "owner", owner, "epoch", e)
+		return nil // someone else's move won; the sweep sends what is left here
+	}
+	// The rest, then drop. A failure leaves the partition for the sweep.
+	var derr error
+	for try := 0; try < 10 && ctx.Err() == nil; try++ {
+		var st2 snapshot.Stats
+		if st2, derr = c.sendPartition(ctx, p, target, epoch+1); derr == nil {
+			st.Bytes += st2.Bytes
+			st.Records += st2.Records
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if derr == nil {
+		if err := c.n.front.DropPartition(p); err != nil {
+			c.log.Warn("drop handed-off partition; the sweep retries", "partition", p, "err", err)
+		}
+	} else {
+		c.log.Warn("final stream of a handed-off partition failed; the sweep retries", "partition", p, "peer", target, "err", derr)
+	}
+	took := time.Since(start)
+	c.stats.handoffs.Add(1)
+	c.stats.handoffBytes.Add(st.Bytes)
+	c.stats.handoffRecords.Add(st.Records)
+	c.stats.handoffNanos.Add(int64(took))
+	c.n.met.handoffs.Inc()
+	c.log.Info("partition handed off", "partition", p, "epoch", epoch+1, "peer", target, "records", st.Records, "bytes", st.Bytes, "took", took.Round(time.Millisecond))
+	return nil
+}
+
+// waitLeaseChange waits up to d for this node's lease table to show p no longer held
+// here at epoch.
+func (c *cluster) waitLeaseChange(ctx context.Context, p uint16, epoch uint64, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for {
+		c.refresh()
+		if owner, e := c.ownerOf(p); owner != c.self || e != epoch {
+			return true
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// sendPartition streams partition p to peer, tagged with epoch, and returns once the peer
+// has imported it.
+func (c *cluster) sendPartition(ctx context.Context, p uint16, peer string, epoch uint64) (snapshot.Stats, error) {
+	base, ok := c.internalURL(peer)
+	if !ok {
+		return snapshot.Stats{}, fmt.Errorf("no address for %s", peer)
+	}
+	pr, pw := io.Pipe()
+	var st snapshot.Stats
+	werr := make(chan error, 1)
+	go func() {
+		var err error
+		st, err = snapshot.Write(pw, snapshot.Header{Partition: p, Epoch: epoch, From: c.self, To: peer, Created: time.Now()},
+			func(fn func(family byte, key, value []byte) error) error { return c.n.front.ExportPartition(p, fn) })
+		pw.CloseWithError(err)
+		werr <- err
+	}()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/internal/v1/partitions/"+strconv.Itoa(int(p)), pr)
+	if err != nil {
+		pr.Close()
+		<-werr
+		return st, err
+	}
+	req.Header.Set("Content-Type", "application/x-crawlnode-snapshot")
+	c.authorize(req)
+	resp, err := c.client.Do(req)
+	if err != nil {
+		pr.CloseWithError(err)
+		<-werr
+		return st, err
+	}
+	defer resp.Body.Close()
+	pr.CloseWithError(io.ErrClosedPipe) // the server has answered: stop writing
+	if e := <-werr; e != nil && resp.StatusCode == http.StatusOK {
+		return st, e
+	}
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return st, fmt.Errorf("peer %s answered %d: %s", peer, resp.StatusCode, bytes.TrimSpace(b))
+	}
+	return st, nil
+}
+
+// importHandler serves POST /internal/v1/partitions/{p}: a snapshot stream of p. It
+// accepts a stream from the lease holder at its epoch (a handoff before the lease moves)
+// or one tagged with this node's own lease epoch (the rest of a handoff, a sweep).
+func (c *cluster) importHandler(w http.ResponseWriter, r *http.Request) {
+	pn, err := strconv.Atoi(r.PathValue("p"))
+	if err != nil || pn < 0 || pn >= ring.PartitionCount {
+		writeError(w, http.StatusBadRequest, "bad_partition", "bad partition %q", r.PathValue("p"))
+		return
+	}
+	p := uint16(pn)
+	c.refresh()
+	rd, err := snapshot.Read(r.Body, func(h snapshot.Header) error {
+		if h.Partition != p || h.To != c.self {
+			return snapshot.ErrWrongPartition
+		}
+		owner, epoch := c.ownerOf(p)
+		if (owner == h.From || owner == c.self) && epoch == h.Epoch {
+			return nil
+		}
+		return fmt.Errorf("%w: lease is %s@%d, stream %s@%d", snapshot.ErrStaleEpoch, owner, epoch, h.From, h.Epoch)
+	})
+	if err != nil {
+		code := http.StatusBadRequest
+		if errors.Is(err, snapshot.ErrWrongPartition) || errors.Is(err, snapshot.ErrStaleEpoch) {
+			code = http.StatusConflict
+		}
+		writeError(w, code, "refused", "%v", err)
+		return
+	}
+	defer rd.Close()
+	if err := c.acquire(r.Context(), p, false, 15*time.Second); err != nil {
+		writeError(w, http.StatusConflict, "busy", "%v", err)
+		return
+	}
+	defer c.release(p, false)
+	st, err := c.n.front.ImportPartition(p, rd.Next)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "import_failed", "%v", err)
+		return
+	}
+	c.stats.imports.Add(1)
+	if owner, _ := c.ownerOf(p); owner != c.self {
+		c.mu.Lock()
+		c.received[p] = time.Now()
+		c.mu.Unlock()
+	}
+	c.log.Info("partition imported", "partition", p, "epoch", rd.Header().Epoch, "peer", rd.Header().From, "records", st.Records, "queued", st.Queued)
+	writeJSON(w, http.StatusOK, st)
+}
+
+// sweep sends partitions present here but leased to another live node to that node, and
+// drops them here: interrupted handoffs, a node that comes back after its leases were
+// taken over, links that raced a handoff.
+func (c *cluster) sweep(ctx context.Context) {
+	c.mu.Lock()
+	if time.Since(c.lastSweep) < 3*time.Second || len(c.handing) > 0 {
+		c.mu.Unlock()
+		return
+	}
+	c.lastSweep = time.Now()
+	c.mu.Unlock()
+	if !c.ctl.InContact() {
+		return
+	}
+	for _, p := range c.foreign() {
+		owner, epoch := c.ownerOf(p)
+		if _, ok := c.aliveMembers()[owner]; !ok {
+			continue
+		}
+		if err := c.acquire(ctx, p, true, 10*time.Second); err != nil {
+			continue
+		}
+		if o, e := c.ownerOf(p); o == owner && e == epoch {
+			if st, err := c.sendPartition(ctx, p, owner, epoch); err != nil {
+				c.log.Warn("sweep: stream failed", "partition", p, "peer", owner, "epoch", epoch, "err", err)
+			} else if err := c.n.front.DropPartition(p); err != nil {
+				c.log.Warn("sweep: drop failed", "partition", p, "err", err)
+			} else {
+				c.stats.swept.Add(1)
+				c.log.Info("sweep: sent a partition held here to its owner", "partition", p, "peer", owner, "epoch", epoch, "records", st.Records)
+			}
+		}
+		c.release(p, true)
+	}
+}
+
+// foreign lists partitions present in the local frontier whose lease another node holds
+// (not those streamed in lately for a handoff still under way).
+func (c *cluster) foreign() []uint16 {
+	parts, err := c.n.front.Partitions()
+	if err != nil {
+		return nil
+	}
+	var out []uint16
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, p := range parts {
+		owner, _ := c.ownerOf(p)
+		if owner == c.self || owner == "" {
+			delete(c.received, p)
+			continue
+		}
+		if at, ok := c.received[p]; ok && time.Since(at) < time.Minute {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// receiveLinks is the forward receiver: links of a partition this node holds at the
+// batch's epoch go into the frontier.
+func (c *cluster) receiveLinks(_ context.Context, _ string, pl forward.PartitionLinks) error {
+	c.routeMu.RLock()
+	defer c.routeMu.RUnlock()
+	owner, epoch := c.ownerOf(pl.Partition)
+	if owner != c.self || epoch != pl.Epoch || !c.holdsLocal(pl.Partition) {
+		return forward.ErrNotOwner
+	}
+	_, err := c.n.front.Add(linksToCandidates(pl.Links))
+	return err
+}
+
+// --- decommission ---
+
+// leave starts a decommission: the node announces draining, the ring leaves it out, its
+// partitions are handed off, and Run returns once it holds nothing.
+func (c *cluster) leave() error {
+	others := 0
+	for name := range c.aliveMembers() {
+		if name != c.self {
+			others++
+		}
+	}
+	if others == 0 {
+		return errors.New("no other live member to take this node's partitions")
+	}
+	if c.leaving.Swap(true) {
+		return nil
+	}
+	c.log.Warn("decommission: handing off every partition, then leaving")
+	return nil
+}
+
+// checkLeft ends a decommission once nothing is held here any more.
+func (c *cluster) checkLeft() {
+	if !c.leaving.Load() {
+		return
+	}
+	t := c.tab.Load()
+	for _, l := range t.leases {
+		if l.Owner == c.self {
+			return
+		}
+	}
+	c.mu.Lock()
+	busy := len(c.handing) > 0
+	c.mu.Unlock()
+	if busy || c.out.Queued() > 0 || len(c.foreign()) > 0 || c.n.stats.busy.Load() > 0 {
+		return
+	}
+	if parts, err := c.n.front.Partitions(); err != nil || len(parts) > 0 {
+		return
+	}
+	c.leftOnce.Do(func() {
+		c.log.Warn("decommission complete: every partition handed off")
+		close(c.left)
+	})
+}
+
+// --- completion ---
+
+// idleReport is GET /internal/v1/idle.
+type idleReport struct {
+	Node    string `json:"node"`
+	Idle    bool   `json:"idle"`
+	Done    bool   `json:"done"`
+	Fetched int64  `json:"fetched"`
+	Queued  int    `json:"queued"`
+	Outbox  int    `json:"outbox"`
+}
+
+func (c *cluster) localIdle() idleReport {
+	fs := c.n.front.Stats()
+	rep := idleReport{Node: c.self, Done: c.doneLocal.Load(), Fetched: c.n.stats.fetched.Load(), Queued: fs.Queued, Outbox: c.out.Queued()}
+	c.mu.Lock()
+	held := len(c.handing) > 0
+	for _, h := range c.hold {
+		held = held || h > 0
+	}
+	c.mu.Unlock()
+	rep.Idle = c.n.front.Idle() && c.n.stats.busy.Load() == 0 && rep.Outbox == 0 && !held && len(c.foreign()) == 0
+	return rep
+}
+
+// clusterDone reports whether the whole cluster is done. prev carries the last round's
+// fetched total (-1 when the last round was not idle).
+func (c *cluster) clusterDone(ctx context.Context, prev *int64) bool {
+	if c.doneSeen.Load() {
+		return true
+	}
+	t := c.tab.Load()
+	for _, l := range t.leases {
+		if l.Owner == "" {
+			*prev = -1
+			return false
+		}
+	}
+	alive := c.aliveMembers()
+	var total int64
+	for name := range t.members {
+		var rep idleReport
+		if name == c.self {
+			rep = c.localIdle()
+		} else {
+			m, ok := alive[name]
+			if !ok || m.Meta.HTTPAddr == "" {
+				*prev = -1
+				return false
+			}
+			if err := c.get(ctx, "http://"+m.Meta.HTTPAddr+"/internal/v1/idle", &rep); err != nil {
+				*prev = -1
+				return false
+			}
+		}
+		if rep.Done {
+			c.doneSeen.Store(true)
+			return true
+		}
+		if !rep.Idle {
+			*prev = -1
+			return false
+		}
+		total += rep.Fetched
+	}
+	if *prev == total {
+		return true
+	}
+	*prev = total
+	return false
+}
+
+func (c *cluster) get(ctx context.Context, url string, out any) error {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	c.authorize(req)
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	return json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(out)
+}

@@ -1,0 +1,213 @@
+package node
+
+// The job configuration the whole cluster shares: limits, delay, user agent and scope
+// rules live in the Raft job configuration (control.JobConfig), can be changed at run time
+// through PATCH /v1/job on any node, and every node applies them within a second.
+//
+// A zero field in the job configuration means "each node's own flag": a cluster that was
+// only ever paused (which writes the job configuration) keeps every node's settings. So a
+// delay of 0 cannot be set through the job (give --delay 0), which errs on the polite side.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/crawlnode/crawlnode/control"
+	"github.com/crawlnode/crawlnode/frontier"
+)
+
+// userAgent is the User-Agent in effect.
+func (n *Node) userAgent() string { return *n.ua.Load() }
+
+// JobSettings are the effective shared settings of a node.
+type JobSettings struct {
+	UserAgent       string   `json:"user_agent"`
+	DefaultDelay    string   `json:"default_delay"`
+	PerHost         int      `json:"per_host"`
+	MaxDepth        int      `json:"max_depth"`
+	MaxPagesPerHost int      `json:"max_pages_per_host"`
+	Scope           string   `json:"scope"`
+	Include         []string `json:"include"`
+	Exclude         []string `json:"exclude"`
+}
+
+// effectiveJob merges the job configuration over the node's flags.
+func (n *Node) effectiveJob(j control.JobConfig) (JobSettings, error) {
+	e := JobSettings{
+		UserAgent: n.cfg.UserAgent, DefaultDelay: n.cfg.Delay.String(), PerHost: n.cfg.PerHost,
+		MaxDepth: n.cfg.MaxDepth, MaxPagesPerHost: n.cfg.MaxPagesPerHost, Scope: string(n.cfg.Scope),
+		Include: n.cfg.Include, Exclude: n.cfg.Exclude,
+	}
+	if j.UserAgent != "" {
+		e.UserAgent = j.UserAgent
+	}
+	if j.DefaultDelay > 0 {
+		e.DefaultDelay = j.DefaultDelay.String()
+	}
+	if j.PerHost > 0 {
+		e.PerHost = j.PerHost
+	}
+	if j.MaxDepth > 0 {
+		e.MaxDepth = j.MaxDepth
+	}
+	if j.MaxPagesPerHost > 0 {
+		e.MaxPagesPerHost = j.MaxPagesPerHost
+	}
+	if j.Scope != "" {
+		e.Scope = j.Scope
+	}
+	if j.Include != nil {
+		e.Include = j.Include
+	}
+	if j.Exclude != nil {
+		e.Exclude = j.Exclude
+	}
+	if _, err := ParseScope(e.Scope); err != nil {
+		return e, err
+	}
+	return e, nil
+}
+
+// applyJobSettings puts the job configuration into effect on this node (called when the
+// replicated configuration changes).
+func (n *Node) applyJobSettings(j control.JobConfig) {
+	e, err := n.effectiveJob(j)
+	if err != nil {
+		n.log.Error("job configuration not applied", "version", j.Version, "err", err)
+		return
+	}
+	delay, _ := time.ParseDuration(e.DefaultDelay)
+	inc, err1 := compilePatterns(e.Include)
+	exc, err2 := compilePatterns(e.Exclude)
+	if err := errors.Join(err1, err2); err != nil {
+		n.log.Error("job configuration not applied", "version", j.Version, "err", err)
+		return
+	}
+	if e.UserAgent != n.userAgent() {
+		ua := e.UserAgent
+		n.ua.Store(&ua)
+		n.client.SetUserAgent(ua)
+	}
+	n.delay.Store(int64(delay))
+	n.front.SetLimits(frontier.Limits{DefaultDelay: delay, PerHost: e.PerHost, MaxDepth: e.MaxDepth, MaxPagesPerHost: e.MaxPagesPerHost})
+	n.scope.rules.Store(&scopeRules{mode: Scope(e.Scope), include: inc, exclude: exc})
+	n.log.Info("job configuration applied", "version", j.Version, "user_agent", e.UserAgent, "delay", e.DefaultDelay,
+		"per_host", e.PerHost, "max_depth", e.MaxDepth, "max_pages_per_host", e.MaxPagesPerHost, "scope", e.Scope)
+}
+
+// jobPatch is PATCH /v1/job: the fields to change (absent ones stay).
+type jobPatch struct {
+	UserAgent       *string   `json:"user_agent"`
+	DefaultDelay    *string   `json:"default_delay"`
+	PerHost         *int      `json:"per_host"`
+	MaxDepth        *int      `json:"max_depth"`
+	MaxPagesPerHost *int      `json:"max_pages_per_host"`
+	Scope           *string   `json:"scope"`
+	Include         *[]string `json:"include"`
+	Exclude         *[]string `json:"exclude"`
+}
+
+func (n *Node) getJob(w http.ResponseWriter, r *http.Request) {
+	j := n.cl.tab.Load().config
+	e, _ := n.effectiveJob(j)
+	writeJSON(w, http.StatusOK, map[string]any{"version": j.Version, "effective": e, "paused": j.Paused, "blocked_domains": j.BlockedDomains})
+}
+
+func (n *Node) patchJob(w http.ResponseWriter, r *http.Request) {
+	var p jobPatch
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil {
+		writeError(w, http.StatusBadRequest, "bad_json", "malformed JSON: %v", err)
+		return
+	}
+	apply := func(j *control.JobConfig) error {
+		if p.UserAgent != nil {
+			j.UserAgent = *p.UserAgent
+		}
+		if p.DefaultDelay != nil {
+			d, err := time.ParseDuration(*p.DefaultDelay)
+			if err != nil || d < 0 {
+				return fmt.Errorf("default_delay %q: want a duration such as 500ms (0: each node's --delay)", *p.DefaultDelay)
+			}
+			j.DefaultDelay = d
+		}
+		for _, f := range []struct {
+			v    *int
+			dst  *int
+			name string
+		}{{p.PerHost, &j.PerHost, "per_host"}, {p.MaxDepth, &j.MaxDepth, "max_depth"}, {p.MaxPagesPerHost, &j.MaxPagesPerHost, "max_pages_per_host"}} {
+			if f.v != nil {
+				if *f.v < 0 {
+					return fmt.Errorf("%s must be >= 0 (0: each node's flag)", f.name)
+				}
+				*f.dst = *f.v
+			}
+		}
+		if p.Scope != nil {
+			if *p.Scope != "" {
+				if _, err := ParseScope(*p.Scope); err != nil {
+					return fmt.Errorf("scope %q: want all, seed-hosts or seed-domains", *p.Scope)
+				}
+			}
+			j.Scope = *p.Scope
+		}
+		if p.Include != nil {
+			if _, err := compilePatterns(*p.Include); err != nil {
+				return err
+			}
+			j.Include = *p.Include
+		}
+		if p.Exclude != nil {
+			if _, err := compilePatterns(*p.Exclude); err != nil {
+				return err
+			}
+			j.Exclude = *p.Exclude
+		}
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+	defer cancel()
+	for try := 0; ; try++ {
+		n.cl.refresh()
+		cur := n.cl.tab.Load().config
+		next := cur
+		if err := apply(&next); err != nil {
+			writeError(w, http.StatusBadRequest, "bad_setting", "%v", err)
+			return
+		}
+		if next.Scope == "" {
+			// The replicated configuration reads an empty scope as seed-hosts: write the
+			// scope in effect instead, so a patch of other settings leaves it alone.
+			next.Scope = string(n.cfg.Scope)
+		}
+		res, err := n.cl.apply(ctx, control.SetConfig{Config: next, ExpectVersion: cur.Version, At: time.Now()})
+		if err != nil {
+			writeError(w, http.StatusServiceUnavailable, "not_applied", "%v", err)
+			return
+		}
+		if res.Code == "version_conflict" && try < 5 {
+			time.Sleep(50 * time.Millisecond)
+			continue // someone changed the job meanwhile: apply the patch to the new version
+		}
+		if res.Code != "" {
+			writeError(w, http.StatusConflict, res.Code, "%s", res.Error)
+			return
+		}
+		// Answer with the configuration as this node applies it (a follower applies the
+		// leader's commit a moment later).
+		for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			n.cl.refresh()
+			if n.cl.tab.Load().config.Version >= res.ConfigVersion {
+				break
+			}
+		}
+		break
+	}
+	n.cl.syncJob()
+	n.getJob(w, r)
+}
