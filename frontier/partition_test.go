@@ -536,3 +536,126 @@ func TestSeenWinsAndMergeHost(t *testing.T) {
 		}
 	}
 }
+
+// TestExportPartitionSince: deltas applied in order to a copy keep it equal to a full
+// export, deletions included, and a copy imported elsewhere continues the partition.
+func TestExportPartitionSince(t *testing.T) {
+	clk := newFakeClock()
+	a := openF(t, partCfg(openDB(t, ""), clk))
+	replica := map[string][]byte{} // family+key -> value
+	var since uint64
+	sync := func() (changes, deletes int) {
+		t.Helper()
+		ts, err := a.ExportPartitionSince(1, since, func(fam byte, k, v []byte, deleted bool) error {
+			changes++
+			if deleted {
+				deletes++
+				delete(replica, string(k))
+				return nil
+			}
+			replica[string(k)] = slices.Clone(v)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ts < since {
+			t.Fatalf("read version went back: %d after %d", ts, since)
+		}
+		since = ts
+		return changes, deletes
+	}
+	full := func() map[string][]byte {
+		m := map[string][]byte{}
+		if err := a.ExportPartition(1, func(fam byte, k, v []byte) error { m[string(k)] = slices.Clone(v); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	// equal compares the replica with a full export (which first writes the host clocks:
+	// the sync after it ships those).
+	equal := func(step string) {
+		t.Helper()
+		want := full()
+		sync()
+		if len(want) != len(replica) {
+			t.Fatalf("%s: replica has %d keys, a full export %d", step, len(replica), len(want))
+		}
+		for k, v := range want {
+			if !bytes.Equal(replica[k], v) {
+				t.Fatalf("%s: key %q differs", step, k)
+			}
+		}
+	}
+	var cands []Candidate
+	for i := range 20 {
+		cands = append(cands, u("p1-a.test", fmt.Sprintf("/x%d", i)), u("p2-a.test", fmt.Sprintf("/x%d", i)))
+	}
+	mustAdd(t, a, cands...)
+	if n, _ := sync(); n != 41 { // 20 q, 20 s, 1 h
+		t.Fatalf("first sync: %d records, want 41", n)
+	}
+	equal("first")
+	if n, _ := sync(); n != 0 {
+		t.Fatalf("no change, yet %d records", n)
+	}
+	// Fetch some (q deleted, s final), fail one (q -> r), add more.
+	var fetched []string
+	for i, l := range leaseAll(t, a) {
+		switch {
+		case partOf(l.Host) != 1:
+			mustDone(t, a, l, Outcome{Kind: Requeue, NoRequest: true})
+		case i%3 == 0:
+			mustDone(t, a, l, Outcome{Kind: Retry, Err: "timeout"})
+		default:
+			fetched = append(fetched, l.URL)
+			mustDone(t, a, l, Outcome{Kind: Fetched, Status: 200})
+		}
+	}
+	mustAdd(t, a, u("p1-a.test", "/new1"), u("p1-a.test", "/new2"))
+	if _, del := sync(); del == 0 {
+		t.Fatal("fetched URLs left the queue, yet no deletion shipped")
+	}
+	equal("after fetches")
+	// Deltas only carry what changed.
+	mustAdd(t, a, u("p1-a.test", "/new3"))
+	if n, _ := sync(); n != 2 && n != 3 {
+		t.Fatalf("one added URL shipped %d records, want q and s (and maybe its host's record)", n)
+	}
+	equal("one add")
+
+	// The replica, imported into another frontier, continues the partition: the fetched
+	// URLs are known there and the rest is queued.
+	b := openF(t, partCfg(openDB(t, ""), clk))
+	keys := make([]string, 0, len(replica))
+	for k := range replica {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(x, y string) int { // queues first, like ExportPartition
+		return slices.Index(exportFamilies, x[0]) - slices.Index(exportFamilies, y[0])
+	})
+	i := 0
+	st, err := b.ImportPartition(1, func() (byte, []byte, []byte, error) {
+		if i == len(keys) {
+			return 0, nil, nil, io.EOF
+		}
+		k := keys[i]
+		i++
+		return k[0], []byte(k), replica[k], nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Orphans != 0 {
+		t.Fatalf("import stats %+v", st)
+	}
+	checkCounters(t, b)
+	for _, f := range fetched {
+		if sr, ok, _ := b.Lookup(f); !ok || sr.State != StateFetched {
+			t.Fatalf("%s: %+v %v", f, sr, ok)
+		}
+	}
+	if got, want := b.Stats().Queued+b.Stats().RetryPending, a.Stats().Queued+a.Stats().RetryPending-20; got != want {
+		t.Fatalf("b has %d queued or waiting, a has %d in partition 1", got, want)
+	}
+}
