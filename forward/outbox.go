@@ -169,6 +169,13 @@ func entryCount(v []byte) (int, bool) {
 	return int(n), true
 }
 
+// KeyPrefix is the first byte of every outbox key in the node's Badger: a node copies its
+// outbox's keys to a backup (node/replica.go), which sends them on if the node is lost.
+const KeyPrefix = famOutbox
+
+// EntryLinks decodes a stored outbox entry (the value of a KeyPrefix key).
+func EntryLinks(v []byte) ([]Link, error) { return decodeEntry(v) }
+
 func decodeEntry(v []byte) ([]Link, error) {
 	if len(v) < 2 || v[0] != entryVersion {
 		return nil, fmt.Errorf("%w: outbox entry header", ErrCorrupt)

@@ -83,6 +83,10 @@ type ClusterConfig struct {
 	// given to others. Default 30s. Longer survives slower restarts; shorter recovers a
 	// dead node's partitions sooner.
 	Grace time.Duration
+	// ReplicaInterval is how often each held partition's changes are copied to its backup
+	// node (see replica.go). Default 1s; negative: no replicas (a node lost for good
+	// loses what it held).
+	ReplicaInterval time.Duration
 }
 
 func (c *ClusterConfig) setDefaults() {
@@ -94,6 +98,9 @@ func (c *ClusterConfig) setDefaults() {
 	}
 	if c.Grace == 0 {
 		c.Grace = 30 * time.Second
+	}
+	if c.ReplicaInterval == 0 {
+		c.ReplicaInterval = time.Second
 	}
 	if c.BootstrapExpect == 0 && len(c.Join) == 0 {
 		c.BootstrapExpect = 1
@@ -163,6 +170,9 @@ type cluster struct {
 	ringMu  sync.Mutex
 	ring    *ring.Ring // cached for ringKey (the sorted member names)
 	ringKey string
+	altRing *ring.Ring // ringOf's cache (the ring without this node, for replicas)
+	altKey  string
+	repl    *replicator
 
 	// routeMu orders local frontier adds (read side: route, forward receive, outbox
 	// Local) against the start of a handoff (write side), so that no add decided on the
@@ -236,6 +246,7 @@ func newCluster(n *Node, cfg ClusterConfig) (*cluster, error) {
 		return nil, fmt.Errorf("open outbox: %w", err)
 	}
 	c.out = out
+	c.repl = newReplicator(c, cfg.ReplicaInterval)
 	return c, nil
 }
 
@@ -319,6 +330,8 @@ func (c *cluster) start(ctx context.Context, httpAddr string) error {
 	c.log.Info("cluster started", "gossip", g.AdvertiseAddr(), "raft", raftAddr, "http", httpAdv, "join", join, "bootstrap_expect", c.cfg.BootstrapExpect)
 	c.wg.Add(1)
 	go func() { defer c.wg.Done(); c.loop(ctx) }()
+	c.wg.Add(1)
+	go func() { defer c.wg.Done(); c.repl.run(ctx) }()
 	c.started.Store(true)
 	return nil
 }
@@ -429,10 +442,11 @@ func (c *cluster) mayFetch(p uint16) bool {
 
 // fence pauses the partitions this node may not fetch and resumes the others.
 func (c *cluster) fence() {
+	blocked := c.repl.blocked()
 	for p := range ring.PartitionCount {
 		_, owns := c.ctl.Owns(uint16(p))
 		c.mu.Lock()
-		want := owns && c.hold[p] == 0
+		want := owns && c.hold[p] == 0 && !blocked[uint16(p)]
 		if want && c.fenced[p] {
 			c.n.front.ResumePartition(uint16(p))
 			c.fenced[p] = false
@@ -596,6 +610,19 @@ func (c *cluster) ringNow() *ring.Ring {
 		c.ring, c.ringKey = ring.New(names, ringConfig), key
 	}
 	return c.ring
+}
+
+// ringOf builds the ring over names (sorted), with every node's ring shape.
+func (c *cluster) ringOf(names []string) *ring.Ring {
+	names = slices.Clone(names)
+	slices.Sort(names)
+	key := strings.Join(names, "\x00")
+	c.ringMu.Lock()
+	defer c.ringMu.Unlock()
+	if c.altKey != key || c.altRing == nil {
+		c.altRing, c.altKey = ring.New(names, ringConfig), key
+	}
+	return c.altRing
 }
 
 // ringConfig is every node's ring shape (it must be the same on all of them): 200 virtual

@@ -28,6 +28,7 @@ func (n *Node) internalHandler() http.Handler {
 	mux.Handle("POST "+forward.LinksPath, forward.Handler(c.receiveLinks))
 	mux.HandleFunc("POST /internal/v1/partitions/{p}", c.importHandler)
 	mux.HandleFunc("POST /internal/v1/raft/apply", c.applyHandler)
+	mux.HandleFunc("POST "+replicaPath, c.repl.receive)
 	mux.HandleFunc("GET /internal/v1/idle", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, c.localIdle())
 	})
@@ -112,6 +113,8 @@ type ClusterView struct {
 	ForwardedBytes int64   `json:"forwarded_bytes"`
 	BytesPerLink   float64 `json:"bytes_per_link"`
 	OutboxLinks    int     `json:"outbox_links"`
+	// Replication of this node's partitions to their backups, and copies held here.
+	Replicas ReplicaStats `json:"replicas"`
 }
 
 // ClusterMember is one member of ClusterView.
@@ -144,7 +147,8 @@ func (n *Node) Cluster() ClusterView {
 		Handoffs: c.stats.handoffs.Load(), HandoffBytes: c.stats.handoffBytes.Load(),
 		HandoffSeconds: time.Duration(c.stats.handoffNanos.Load()).Seconds(),
 		Imports:        c.stats.imports.Load(), Swept: c.stats.swept.Load(), ForcedLeases: c.stats.forced.Load(),
-		ForwardedLinks: os.SentLinks, ForwardedBytes: os.SentBytes, BytesPerLink: os.BytesPerLink, OutboxLinks: os.Queued}
+		ForwardedLinks: os.SentLinks, ForwardedBytes: os.SentBytes, BytesPerLink: os.BytesPerLink, OutboxLinks: os.Queued,
+		Replicas: c.repl.stats()}
 	owned := map[string]int{}
 	for p, l := range t.leases {
 		v.Leases = append(v.Leases, LeaseView{Partition: p, Owner: l.Owner, Epoch: l.Epoch})

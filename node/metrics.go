@@ -113,6 +113,24 @@ func newMetrics(n *Node) *metrics {
 		}
 		return float64(n.cl.held())
 	})
+	repl := func(f func(r *replicator) int64) func() float64 {
+		return func() float64 {
+			if n.cl == nil || n.cl.repl == nil {
+				return 0
+			}
+			return float64(f(n.cl.repl))
+		}
+	}
+	counter("replica_bytes_total", "Wire bytes of partition changes sent to backup nodes.", nil, repl(func(r *replicator) int64 { return r.bytesSent.Load() }))
+	counter("replica_records_total", "Frontier records (set or deleted) sent to backup nodes.", nil, repl(func(r *replicator) int64 { return r.records.Load() }))
+	counter("replica_failures_total", "Replication rounds to a backup that failed (retried next round).", nil, repl(func(r *replicator) int64 { return r.failures.Load() }))
+	counter("replica_promotions_total", "Copies of a lost node's partitions merged into this node's frontier.", nil, repl(func(r *replicator) int64 { return r.promoted.Load() }))
+	gauge("replica_lag_seconds", "Age of the oldest backup copy of a partition this node holds (how much a loss of this node would undo).", func() float64 {
+		if n.cl == nil || n.cl.repl == nil {
+			return 0
+		}
+		return time.Duration(n.cl.repl.lagNanos.Load()).Seconds()
+	})
 	gauge("raft_leader", "1 while this node is the Raft leader.", func() float64 {
 		if n.cl != nil && n.cl.ctl != nil && n.cl.ctl.IsLeader() {
 			return 1

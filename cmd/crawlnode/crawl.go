@@ -106,6 +106,7 @@ func newCrawlFlags(name string) *crawlFlags {
 	fs.Var(&f.join, "join", "gossip address of a cluster member to join (repeatable or comma-separated)")
 	fs.IntVar(&cl.BootstrapExpect, "bootstrap-expect", 0, "form the cluster once this many members gossip (give it to every initial node; alone: 1)")
 	fs.DurationVar(&cl.Grace, "grace", 30*time.Second, "how long a stopped node keeps its partitions before others take them over")
+	fs.DurationVar(&cl.ReplicaInterval, "replica-interval", time.Second, "how often each partition's changes are copied to its backup node (negative: no replicas)")
 	fs.StringVar(&cl.Profile, "cluster-profile", "lan", "cluster timings: lan, or test (fast, for one machine)")
 	return f
 }

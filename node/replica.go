@@ -1,0 +1,898 @@
+package node
+
+// Partition replicas: every partition this node holds is copied, asynchronously and in
+// order, to one backup node, so that when this node is lost for good its partitions go on
+// from where replication stood instead of from nothing.
+//
+// The backup of partition p is the node that would own p if this node were gone: the
+// owner of p in the ring over the other members. When a member is gone past the grace
+// period the leader gives its partitions to exactly those owners (the ring without it),
+// so the replica is usually already where the lease goes; if membership moved meanwhile,
+// the replica still merges in and the sweep ships it on to the owner.
+//
+// Each round (ClusterConfig.ReplicaInterval, 1 s by default) the owner exports, per held
+// partition, the frontier keys written or deleted since the Badger version its backup
+// acknowledged last (frontier.ExportPartitionSince), and streams them, zstd-compressed, in
+// one request per backup. The backup applies a partition's delta only if it starts where
+// its copy ends (same source, same version); otherwise it asks for a full copy (a reset).
+// Copies live in the node's Badger under their own prefix (R), apart from the frontier's
+// own keys: a replica is not crawled, counted or swept.
+//
+// The node's outbox (links found here for partitions other nodes hold, not yet
+// acknowledged by them) is copied the same way, as one more section, to the backup of
+// partition 0: a page whose fetch the copies record as done may have links only that
+// outbox still held. When the node is gone past the grace period (no longer a
+// registered member), that backup queues the copied links in its own outbox; their
+// owners drop the ones they already have.
+//
+// Promotion: when p's lease has moved away from the replica's source and the source is
+// not alive, the backup imports the copy into its frontier with ImportPartition (union
+// merge: a URL the new owner knows is kept as it is there, a final state beats a queued
+// one) and deletes it. If the source is alive the lease moved by a handoff, which carried
+// the partition itself, so the copy is dropped. Links acknowledged by the lost node after
+// its last replicated round are lost with it unless a page fetched again links to them
+// (the pages it fetched after that round are queued again in the copy and fetched again:
+// duplicates, counted by the chaos suite).
+//
+// Written here, not taken from a library: Badger's own Stream/Backup framework copies a
+// whole database with its versions, while a replica is one key range of a live database
+// applied on a peer under another prefix; the wire format is the same kind of framing as
+// the snapshot package's, without its single-partition header.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/crawlnode/crawlnode/forward"
+	"github.com/crawlnode/crawlnode/gossip"
+	"github.com/crawlnode/crawlnode/ring"
+)
+
+// replicaPath is the internal route a backup receives deltas on.
+const replicaPath = "/internal/v1/replica"
+
+// famReplica prefixes every replica key: R | partition(2) | the frontier key. The meta
+// record of a replica is R | partition(2) | 0x00 (frontier keys start with a letter).
+const famReplica = 'R'
+
+const replicaMagic = "CNREPL1\n"
+
+// replicaMeta is what a backup remembers of one partition's copy.
+type replicaMeta struct {
+	Source  string    `json:"source"`
+	Version uint64    `json:"version"` // the source's Badger version the copy is complete up to; 0: incomplete
+	At      time.Time `json:"at"`      // when the last delta was applied
+}
+
+// outboxSlot is the pseudo-partition number the outbox copy is kept under.
+const outboxSlot = ring.PartitionCount
+
+func replicaPrefix(p uint16) []byte { return []byte{famReplica, byte(p >> 8), byte(p)} }
+func replicaMetaKey(p uint16) []byte {
+	return []byte{famReplica, byte(p >> 8), byte(p), 0}
+}
+func replicaKey(p uint16, key []byte) []byte {
+	return append(replicaPrefix(p), key...)
+}
+
+// replOut is the sender's state of one partition's replication.
+type replOut struct {
+	backup  string
+	version uint64    // acknowledged by backup
+	readAt  time.Time // when the acknowledged version was read: the copy is this old
+}
+
+// replicator is a node's replication: sending its partitions and keeping copies of others'.
+type replicator struct {
+	c        *cluster
+	interval time.Duration
+	self     string
+	db       *badger.DB
+	// export is frontier.ExportPartitionSince, or exportOutbox for outboxSlot.
+	export func(p uint16, since uint64, fn func(family byte, key, value []byte, deleted bool) error) (uint64, error)
+
+	mu    sync.Mutex
+	parts map[uint16]*replOut // held partitions, and outboxSlot
+	// copies maps each partition copied here to its source (what fence reads; loaded
+	// from Badger at the first use, then kept in step by apply and clear).
+	copies         map[uint16]string
+	copiesInit     bool
+	lastStaleCheck time.Time // promote's last pass over every copy's meta
+
+	zw *zstd.Encoder // send's, reused (sends are sequential)
+
+	// Metrics.
+	bytesSent, records, rounds, resets, promoted, dropped, failures atomic.Int64
+	lagNanos                                                        atomic.Int64 // the oldest held copy's age at the last round
+}
+
+func newReplicator(c *cluster, interval time.Duration) *replicator {
+	r := &replicator{c: c, interval: interval, self: c.self, db: c.n.db, parts: map[uint16]*replOut{}}
+	r.export = func(p uint16, since uint64, fn func(byte, []byte, []byte, bool) error) (uint64, error) {
+		if p == outboxSlot {
+			return r.exportOutbox(since, fn)
+		}
+		return c.n.front.ExportPartitionSince(p, since, fn)
+	}
+	return r
+}
+
+// copiesLocked returns the copies map, loading it on first use; callers hold mu.
+func (r *replicator) copiesLocked() map[uint16]string {
+	if !r.copiesInit {
+		r.copies = map[uint16]string{}
+		for p, m := range r.held() {
+			r.copies[p] = m.Source
+		}
+		r.copiesInit = true
+	}
+	return r.copies
+}
+
+// blocked lists the partitions whose copy from a source that is not alive waits to be
+// imported: this node must not fetch them before (it would fetch again what the copy
+// says the lost node fetched).
+func (r *replicator) blocked() map[uint16]bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	copies := r.copiesLocked()
+	if len(copies) == 0 {
+		return nil
+	}
+	alive := r.c.aliveMembers()
+	out := map[uint16]bool{}
+	for p, src := range copies {
+		if p == outboxSlot {
+			continue
+		}
+		if _, ok := alive[src]; !ok {
+			out[p] = true
+		}
+	}
+	return out
+}
+
+func (r *replicator) noteCopy(p uint16, source string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c := r.copiesLocked()
+	if source == "" {
+		delete(c, p)
+	} else {
+		c[p] = source
+	}
+}
+
+// run sends a round every interval and checks the copies held here for promotion.
+func (r *replicator) run(ctx context.Context) {
+	if r.interval <= 0 {
+		return
+	}
+	tick := time.NewTicker(r.interval)
+	defer tick.Stop()
+	// Copies are checked for promotion more often than rounds go out: the partition
+	// waits unfetched (fence) until its copy is in.
+	check := time.NewTicker(min(r.interval, 200*time.Millisecond))
+	defer check.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			r.round(ctx)
+		case <-check.C:
+			r.promote(ctx)
+		}
+	}
+}
+
+// backups maps each partition this node holds (and may send: no handoff under way) to
+// its backup.
+func (r *replicator) backups() map[string][]uint16 {
+	c := r.c
+	if !c.ctl.InContact() {
+		return nil
+	}
+	rg := c.ringNow()
+	var others []string
+	for _, m := range rg.Members() {
+		if m != c.self {
+			others = append(others, m)
+		}
+	}
+	if len(others) == 0 {
+		return nil
+	}
+	without := c.ringOf(others)
+	alive := c.aliveMembers()
+	out := map[string][]uint16{}
+	for p := range uint16(ring.PartitionCount) {
+		if owner, _ := c.ownerOf(p); owner != c.self || !c.holdsLocal(p) {
+			continue
+		}
+		b := without.Owner(p)
+		if _, ok := alive[b]; !ok || b == "" {
+			continue
+		}
+		out[b] = append(out[b], p)
+	}
+	// The outbox goes to the backup of partition 0 (or, while it is away, the first
+	// alive member by name).
+	ob := without.Owner(0)
+	if _, ok := alive[ob]; !ok {
+		ob = ""
+		for _, m := range others {
+			if _, ok := alive[m]; ok {
+				ob = m
+				break
+			}
+		}
+	}
+	if ob != "" {
+		out[ob] = append(out[ob], outboxSlot)
+	}
+	return out
+}
+
+// round sends every held partition's changes to its backup.
+func (r *replicator) round(ctx context.Context) {
+	groups := r.backups()
+	var oldest time.Time
+	r.mu.Lock()
+	for b, parts := range groups {
+		for _, p := range parts {
+			st := r.parts[p]
+			if st == nil || st.backup != b {
+				st = &replOut{backup: b}
+				r.parts[p] = st
+			}
+			if oldest.IsZero() || st.readAt.Before(oldest) {
+				oldest = st.readAt
+			}
+		}
+	}
+	// Forget partitions no longer held here.
+	for p := range r.parts {
+		held := false
+		for _, parts := range groups {
+			if slices.Contains(parts, p) {
+				held = true
+				break
+			}
+		}
+		if !held {
+			delete(r.parts, p)
+		}
+	}
+	r.mu.Unlock()
+	if !oldest.IsZero() {
+		r.lagNanos.Store(int64(time.Since(oldest)))
+	} else {
+		r.lagNanos.Store(0)
+	}
+	names := make([]string, 0, len(groups))
+	for b := range groups {
+		names = append(names, b)
+	}
+	slices.Sort(names)
+	for _, b := range names {
+		if err := r.send(ctx, b, groups[b]); err != nil && ctx.Err() == nil {
+			r.failures.Add(1)
+			r.c.log.Debug("replication to backup failed; next round retries", "backup", b, "partitions", len(groups[b]), "err", err)
+		}
+	}
+	r.rounds.Add(1)
+}
+
+// replicaAnswer is the backup's reply: the versions it now holds and the partitions it
+// wants in full.
+type replicaAnswer struct {
+	Applied map[uint16]uint64 `json:"applied"`
+	Resync  []uint16          `json:"resync"`
+}
+
+// send streams the deltas of parts to backup b and records what b acknowledged.
+func (r *replicator) send(ctx context.Context, b string, parts []uint16) error {
+	base, ok := r.c.internalURL(b)
+	if !ok {
+		return fmt.Errorf("no address for %s", b)
+	}
+	type sent struct {
+		version uint64
+		readAt  time.Time
+	}
+	versions := make(map[uint16]sent, len(parts))
+	pr, pw := io.Pipe()
+	cw := &countWriter{w: pw}
+	encDone := make(chan struct{})
+	go func() {
+		defer close(encDone)
+		// Rounds go out one at a time: one encoder, reset per request.
+		var err error
+		if r.zw == nil {
+			r.zw, err = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1), zstd.WithWindowSize(1<<20))
+			if err != nil {
+				pw.CloseWithError(err)
+				return
+			}
+		}
+		zw := r.zw
+		zw.Reset(cw)
+		bw := bufio.NewWriterSize(zw, 64<<10)
+		err = r.encode(bw, parts, func(p uint16, v uint64, at time.Time) { versions[p] = sent{v, at} })
+		if err == nil {
+			err = bw.Flush()
+		}
+		if cerr := zw.Close(); err == nil {
+			err = cerr
+		}
+		pw.CloseWithError(err)
+	}()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+replicaPath, pr)
+	if err != nil {
+		pr.CloseWithError(err)
+		<-encDone
+		return err
+	}
+	req.Header.Set("Content-Type", "application/x-crawlnode-replica")
+	r.c.authorize(req)
+	resp, err := r.c.client.Do(req)
+	pr.CloseWithError(errors.New("request over"))
+	<-encDone // the encoder is free again, and versions complete
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return fmt.Errorf("%s answered %d: %s", b, resp.StatusCode, body)
+	}
+	var ans replicaAnswer
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&ans); err != nil {
+		return fmt.Errorf("%s: bad answer: %w", b, err)
+	}
+	r.bytesSent.Add(cw.n)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for p, v := range ans.Applied {
+		st := r.parts[p]
+		if st == nil || st.backup != b {
+			continue
+		}
+		if s, ok := versions[p]; ok && s.version == v {
+			st.version, st.readAt = v, s.readAt
+		}
+	}
+	for _, p := range ans.Resync {
+		if st := r.parts[p]; st != nil && st.backup == b {
+			st.version = 0
+			r.resets.Add(1)
+		}
+	}
+	return nil
+}
+
+// encode writes the stream: magic, sender, then per partition a header, its records and
+// the version the records are complete up to. Record: op (1 set, 2 delete), key, value.
+func (r *replicator) encode(w *bufio.Writer, parts []uint16, done func(p uint16, version uint64, readAt time.Time)) error {
+	if _, err := w.WriteString(replicaMagic); err != nil {
+		return err
+	}
+	writeBytes(w, []byte(r.self))
+	for _, p := range parts {
+		r.mu.Lock()
+		st := r.parts[p]
+		var since uint64
+		if st != nil {
+			since = st.version
+		}
+		r.mu.Unlock()
+		w.WriteByte('P')
+		writeUvarint(w, uint64(p))
+		writeUvarint(w, since)
+		readAt := time.Now()
+		var n int64
+		record := func(_ byte, k, v []byte, deleted bool) error {
+			n++
+			if deleted {
+				w.WriteByte(2)
+				writeBytes(w, k)
+				return nil
+			}
+			w.WriteByte(1)
+			writeBytes(w, k)
+			writeBytes(w, v)
+			return nil
+		}
+		version, err := r.export(p, since, record)
+		if err != nil {
+			return err
+		}
+		w.WriteByte(0)
+		writeUvarint(w, version)
+		r.records.Add(n)
+		done(p, version, readAt)
+	}
+	return w.WriteByte('E')
+}
+
+// exportOutbox is ExportPartitionSince for the outbox's keys.
+func (r *replicator) exportOutbox(since uint64, fn func(byte, []byte, []byte, bool) error) (uint64, error) {
+	var readTs uint64
+	err := r.db.View(func(txn *badger.Txn) error {
+		readTs = txn.ReadTs()
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{forward.KeyPrefix}, SinceTs: since, AllVersions: since > 0})
+		defer it.Close()
+		var last []byte
+		for it.Rewind(); it.Valid(); it.Next() {
+			item := it.Item()
+			k := item.Key()
+			if last != nil && bytes.Equal(k, last) {
+				continue
+			}
+			last = append(last[:0], k...)
+			if item.IsDeletedOrExpired() {
+				if err := fn(forward.KeyPrefix, k, nil, true); err != nil {
+					return err
+				}
+				continue
+			}
+			if err := item.Value(func(v []byte) error { return fn(forward.KeyPrefix, k, v, false) }); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return readTs, err
+}
+
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(b []byte) (int, error) {
+	n, err := c.w.Write(b)
+	c.n += int64(n)
+	return n, err
+}
+
+func writeUvarint(w *bufio.Writer, v uint64) {
+	var b [binary.MaxVarintLen64]byte
+	w.Write(b[:binary.PutUvarint(b[:], v)])
+}
+
+func writeBytes(w *bufio.Writer, b []byte) {
+	writeUvarint(w, uint64(len(b)))
+	w.Write(b)
+}
+
+// maxReplicaField bounds a key or value in a replica stream (frontier records are small;
+// a host meta blob holds a robots.txt of at most 500 KiB).
+const maxReplicaField = 4 << 20
+
+func readBytes(r *bufio.Reader, buf []byte) ([]byte, error) {
+	n, err := binary.ReadUvarint(r)
+	if err != nil {
+		return nil, err
+	}
+	if n > maxReplicaField {
+		return nil, fmt.Errorf("replica: field of %d bytes", n)
+	}
+	if cap(buf) < int(n) {
+		buf = make([]byte, n)
+	}
+	buf = buf[:n]
+	_, err = io.ReadFull(r, buf)
+	return buf, err
+}
+
+// receive applies a replica stream (the backup's side).
+func (r *replicator) receive(w http.ResponseWriter, req *http.Request) {
+	zr, err := zstd.NewReader(req.Body, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(64<<20))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "bad_stream", "%v", err)
+		return
+	}
+	defer zr.Close()
+	ans, err := r.apply(bufio.NewReaderSize(zr, 64<<10))
+	if err != nil {
+		// What was applied before the error stays (each partition's meta moves only at
+		// its end); the sender resends from its last acknowledged version.
+		writeError(w, http.StatusBadRequest, "bad_stream", "replica: %v", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, ans)
+}
+
+func (r *replicator) apply(br *bufio.Reader) (replicaAnswer, error) {
+	ans := replicaAnswer{Applied: map[uint16]uint64{}}
+	magic := make([]byte, len(replicaMagic))
+	if _, err := io.ReadFull(br, magic); err != nil || string(magic) != replicaMagic {
+		return ans, fmt.Errorf("not a replica stream")
+	}
+	src, err := readBytes(br, nil)
+	if err != nil {
+		return ans, err
+	}
+	source := string(src)
+	db := r.db
+	var kbuf, vbuf []byte
+	for {
+		tag, err := br.ReadByte()
+		if err != nil {
+			return ans, err
+		}
+		if tag == 'E' {
+			return ans, nil
+		}
+		if tag != 'P' {
+			return ans, fmt.Errorf("bad section tag %q", tag)
+		}
+		pv, err := binary.ReadUvarint(br)
+		if err != nil {
+			return ans, err
+		}
+		if pv > outboxSlot {
+			return ans, fmt.Errorf("partition %d out of range", pv)
+		}
+		p := uint16(pv)
+		since, err := binary.ReadUvarint(br)
+		if err != nil {
+			return ans, err
+		}
+		meta, _ := r.meta(p)
+		accept := true
+		wb := db.NewWriteBatch()
+		switch {
+		case since == 0:
+			// A full copy: what was here of p goes first.
+			if err := r.clear(p); err != nil {
+				wb.Cancel()
+				return ans, err
+			}
+			if err := wb.Set(replicaMetaKey(p), mustJSON(replicaMeta{Source: source})); err != nil {
+				wb.Cancel()
+				return ans, err
+			}
+		case meta.Source != source || meta.Version != since:
+			accept = false
+		}
+		for {
+			op, err := br.ReadByte()
+			if err != nil {
+				wb.Cancel()
+				return ans, err
+			}
+			if op == 0 {
+				break
+			}
+			if kbuf, err = readBytes(br, kbuf); err != nil {
+				wb.Cancel()
+				return ans, err
+			}
+			if len(kbuf) < 3 || (p == outboxSlot) != (kbuf[0] == forward.KeyPrefix) || (p != outboxSlot && binary.BigEndian.Uint16(kbuf[1:3]) != p) {
+				wb.Cancel()
+				return ans, fmt.Errorf("key of another partition in partition %d", p)
+			}
+			switch op {
+			case 1:
+				if vbuf, err = readBytes(br, vbuf); err != nil {
+					wb.Cancel()
+					return ans, err
+				}
+				if accept {
+					err = wb.Set(replicaKey(p, kbuf), slices.Clone(vbuf))
+				}
+			case 2:
+				if accept {
+					err = wb.Delete(replicaKey(p, kbuf))
+				}
+			default:
+				wb.Cancel()
+				return ans, fmt.Errorf("bad record op %d", op)
+			}
+			if err != nil {
+				wb.Cancel()
+				return ans, err
+			}
+		}
+		version, err := binary.ReadUvarint(br)
+		if err != nil {
+			wb.Cancel()
+			return ans, err
+		}
+		if !accept {
+			wb.Cancel()
+			ans.Resync = append(ans.Resync, p)
+			continue
+		}
+		if err := wb.Set(replicaMetaKey(p), mustJSON(replicaMeta{Source: source, Version: version, At: time.Now()})); err != nil {
+			wb.Cancel()
+			return ans, err
+		}
+		if err := wb.Flush(); err != nil {
+			return ans, err
+		}
+		r.noteCopy(p, source)
+		ans.Applied[p] = version
+	}
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// meta reads p's replica meta; ok is false when there is none.
+func (r *replicator) meta(p uint16) (replicaMeta, bool) {
+	var m replicaMeta
+	err := r.db.View(func(txn *badger.Txn) error {
+		it, err := txn.Get(replicaMetaKey(p))
+		if err != nil {
+			return err
+		}
+		return it.Value(func(v []byte) error { return json.Unmarshal(v, &m) })
+	})
+	return m, err == nil
+}
+
+// clear deletes p's copy (meta included).
+func (r *replicator) clear(p uint16) error {
+	db := r.db
+	wb := db.NewWriteBatch()
+	err := db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: replicaPrefix(p)})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			if err := wb.Delete(it.Item().KeyCopy(nil)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		wb.Cancel()
+		return err
+	}
+	if err := wb.Flush(); err != nil {
+		return err
+	}
+	r.noteCopy(p, "")
+	return nil
+}
+
+// held lists the partitions this node keeps a copy of, with their metas.
+func (r *replicator) held() map[uint16]replicaMeta {
+	out := map[uint16]replicaMeta{}
+	_ = r.db.View(func(txn *badger.Txn) error {
+		for p := range uint16(outboxSlot + 1) {
+			it, err := txn.Get(replicaMetaKey(p))
+			if err != nil {
+				continue
+			}
+			var m replicaMeta
+			if it.Value(func(v []byte) error { return json.Unmarshal(v, &m) }) == nil {
+				out[p] = m
+			}
+		}
+		return nil
+	})
+	return out
+}
+
+// replicaStaleAfter: a copy whose source still holds the partition but has sent nothing
+// for this long went to another backup; it is dropped.
+const replicaStaleAfter = 10 * time.Minute
+
+// promote imports the copies whose source lost the partition while gone, and drops the
+// copies nobody needs.
+func (r *replicator) promote(ctx context.Context) {
+	c := r.c
+	if !c.ctl.InContact() {
+		return
+	}
+	states := map[string]gossip.Member{}
+	for _, m := range c.g.Members() {
+		states[m.Name] = m
+	}
+	r.mu.Lock()
+	copies := maps.Clone(r.copiesLocked())
+	r.mu.Unlock()
+	full := time.Since(r.lastStaleCheck) >= time.Minute
+	if full {
+		r.lastStaleCheck = time.Now()
+	}
+	for p, source := range copies {
+		if p == outboxSlot {
+			r.promoteOutbox(states)
+			continue
+		}
+		owner, _ := c.ownerOf(p)
+		if owner == source && !full {
+			continue // the usual case: nothing to do, and no Badger read
+		}
+		m, ok := r.meta(p)
+		if !ok {
+			continue
+		}
+		src, known := states[m.Source]
+		alive := known && src.Status == gossip.StatusAlive
+		switch {
+		case owner == "":
+			continue
+		case owner == m.Source:
+			if alive && !m.At.IsZero() && time.Since(m.At) > replicaStaleAfter {
+				r.drop(p, "stale")
+			}
+			continue
+		case alive || (known && src.Status == gossip.StatusLeft):
+			// Moved by a handoff (or the source decommissioned): the partition travelled
+			// with its lease.
+			r.drop(p, "handed off")
+			continue
+		case m.Version == 0:
+			// Incomplete copy: still better than nothing; merge what arrived.
+		}
+		if err := r.importCopy(ctx, p, m); err != nil {
+			if ctx.Err() == nil {
+				c.log.Warn("replica: promotion failed; will retry", "partition", p, "source", m.Source, "err", err)
+			}
+			continue
+		}
+	}
+}
+
+// promoteOutbox queues a lost node's copied outbox in this node's own, once the node is
+// gone past the grace period (the leader removed it from the members) or left.
+func (r *replicator) promoteOutbox(states map[string]gossip.Member) {
+	c := r.c
+	m, ok := r.meta(outboxSlot)
+	if !ok {
+		return
+	}
+	src, known := states[m.Source]
+	if known && src.Status == gossip.StatusAlive {
+		return
+	}
+	if registered(c.tab.Load(), m.Source) && !(known && src.Status == gossip.StatusLeft) {
+		return // within the grace period: it may come back with its outbox
+	}
+	var links []forward.Link
+	err := c.n.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: replicaPrefix(outboxSlot)})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			k := it.Item().Key()
+			if len(k) <= 3 || k[3] == 0 {
+				continue
+			}
+			if err := it.Item().Value(func(v []byte) error {
+				ls, err := forward.EntryLinks(v)
+				if err != nil {
+					c.log.Warn("replica: bad outbox entry in a copy; skipped", "source", m.Source, "err", err)
+					return nil
+				}
+				links = append(links, ls...)
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		c.log.Warn("replica: reading an outbox copy failed; will retry", "source", m.Source, "err", err)
+		return
+	}
+	for len(links) > 0 {
+		n := min(len(links), 1000)
+		if err := c.out.Add(links[:n]); err != nil {
+			c.log.Warn("replica: queueing an outbox copy failed; will retry", "source", m.Source, "err", err)
+			return
+		}
+		links = links[n:]
+	}
+	if err := r.clear(outboxSlot); err != nil {
+		return
+	}
+	r.promoted.Add(1)
+	c.log.Warn("replica: a lost node's unsent links are queued here", "source", m.Source)
+}
+
+func (r *replicator) drop(p uint16, why string) {
+	if err := r.clear(p); err != nil {
+		r.c.log.Warn("replica: drop failed", "partition", p, "err", err)
+		return
+	}
+	r.dropped.Add(1)
+	r.c.log.Debug("replica dropped", "partition", p, "why", why)
+}
+
+// importCopy merges p's copy into the local frontier, then deletes it. If this node
+// holds p's lease the partition is held (no fetching) during the import; if another node
+// does, the sweep ships the merged partition to it.
+func (r *replicator) importCopy(ctx context.Context, p uint16, m replicaMeta) error {
+	c := r.c
+	if owner, _ := c.ownerOf(p); owner == c.self {
+		if err := c.acquire(ctx, p, false, 15*time.Second); err != nil {
+			return err
+		}
+		defer c.release(p, false)
+	}
+	db := c.n.db
+	txn := db.NewTransaction(false)
+	defer txn.Discard()
+	it := txn.NewIterator(badger.IteratorOptions{Prefix: replicaPrefix(p), PrefetchValues: true, PrefetchSize: 256})
+	defer it.Close()
+	it.Rewind()
+	pre := len(replicaPrefix(p))
+	st, err := c.n.front.ImportPartition(p, func() (byte, []byte, []byte, error) {
+		for it.Valid() {
+			item := it.Item()
+			k := item.KeyCopy(nil) // the item is valid only until Next
+			if len(k) <= pre || k[pre] == 0 {
+				it.Next()
+				continue // the meta record
+			}
+			v, err := item.ValueCopy(nil)
+			it.Next()
+			if err != nil {
+				return 0, nil, nil, err
+			}
+			return k[pre], k[pre:], v, nil
+		}
+		return 0, nil, nil, io.EOF
+	})
+	if err != nil {
+		return err
+	}
+	it.Close()
+	txn.Discard()
+	if err := r.clear(p); err != nil {
+		return err
+	}
+	r.promoted.Add(1)
+	c.log.Warn("replica promoted: a lost node's partition goes on from its copy", "partition", p, "source", m.Source,
+		"copy_age", time.Since(m.At).Round(time.Millisecond).String(), "records", st.Records, "queued", st.Queued+st.Retries, "seen_new", st.SeenNew)
+	return nil
+}
+
+// ReplicaStats are this node's replication figures.
+type ReplicaStats struct {
+	Rounds     int64   `json:"rounds"`
+	Bytes      int64   `json:"bytes"`
+	Records    int64   `json:"records"`
+	Resets     int64   `json:"resets"`
+	Failures   int64   `json:"failures"`
+	Promoted   int64   `json:"promoted"`
+	Dropped    int64   `json:"dropped"`
+	LagSeconds float64 `json:"lag_seconds"` // age of the oldest copy of a partition held here
+	Copies     int     `json:"copies"`      // partitions of others copied here
+}
+
+func (r *replicator) stats() ReplicaStats {
+	return ReplicaStats{
+		Rounds: r.rounds.Load(), Bytes: r.bytesSent.Load(), Records: r.records.Load(), Resets: r.resets.Load(),
+		Failures: r.failures.Load(), Promoted: r.promoted.Load(), Dropped: r.dropped.Load(),
+		LagSeconds: time.Duration(r.lagNanos.Load()).Seconds(), Copies: len(r.held()),
+	}
+}
