@@ -104,7 +104,9 @@ func newClusterRun(t testing.TB, base []string) *clusterRun {
 func (cr *clusterRun) add(name string, extra ...string) *cnode {
 	p := freePorts(cr.t)
 	n := &cnode{name: name, data: filepath.Join(cr.dir, name), bind: "127.0.0.1:" + strconv.Itoa(p), raft: "127.0.0.1:" + strconv.Itoa(p+1)}
-	n.args = append(append([]string{"--name", name, "--data", n.data, "--bind", n.bind, "--raft", n.raft}, cr.base...), extra...)
+	// Each node's own User-Agent (same product token) tells simweb's samples who sent what.
+	ua := "crawlnode/0.1 (+https://github.com/crawlnode/crawlnode; " + name + ")"
+	n.args = append(append([]string{"--name", name, "--data", n.data, "--bind", n.bind, "--raft", n.raft, "--user-agent", ua}, cr.base...), extra...)
 	cr.nodes = append(cr.nodes, n)
 	n.start(cr.t)
 	return n
@@ -610,4 +612,99 @@ func TestClusterJobConfig(t *testing.T) {
 		t.Logf("missing by host: %v", byHost)
 	}
 	checkClean(t, rep, 0)
+}
+
+// clusterReplicas sums the replication figures of the members still running.
+func (cr *clusterRun) replicas() (promoted, bytes, records int64, lag float64) {
+	for _, n := range cr.nodes {
+		if n.exited || !n.running() {
+			continue
+		}
+		var v struct {
+			Replicas struct {
+				Promoted   int64   `json:"promoted"`
+				Bytes      int64   `json:"bytes"`
+				Records    int64   `json:"records"`
+				LagSeconds float64 `json:"lag_seconds"`
+			} `json:"replicas"`
+		}
+		b, err := os.ReadFile(filepath.Join(n.data, "http.addr"))
+		if err != nil || fetchJSON("http://"+strings.TrimSpace(string(b))+"/v1/cluster", &v) != nil {
+			continue
+		}
+		promoted += v.Replicas.Promoted
+		bytes += v.Replicas.Bytes
+		records += v.Replicas.Records
+		lag = max(lag, v.Replicas.LagSeconds)
+	}
+	return
+}
+
+// TestClusterNodeLostForGood: one of three members is killed with SIGKILL mid-crawl and
+// never comes back. After the grace period its partitions go to the others, which go on
+// from their replicas of them: full coverage, no violation, and the repeated fetches are
+// only what the lost node did since its last replicated round.
+func TestClusterNodeLostForGood(t *testing.T) {
+	if testing.Short() {
+		t.Skip("cluster crawl")
+	}
+	t.Parallel() // mostly waiting on politeness delays: two at a time share the cores
+	const delay = 20 * time.Millisecond
+	const grace = 5 * time.Second
+	w, addr := web(t, func(c *simweb.Config) { c.Hosts = 100; c.Seed = 25 })
+	seeds := filepath.Join(t.TempDir(), "seeds.txt")
+	if err := w.WriteSeeds(seeds); err != nil {
+		t.Fatal(err)
+	}
+	cr := newClusterRun(t, clusterArgs(addr, delay, grace))
+	n1 := cr.add("n1", "--bootstrap-expect", "3", "--seeds", seeds)
+	cr.add("n2", "--bootstrap-expect", "3", "--join", n1.bind)
+	cr.add("n3", "--bootstrap-expect", "3", "--join", n1.bind)
+	waitLogged(t, w, 3000, 3*time.Minute)
+	v, err := n1.view(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var victim *cnode
+	for _, n := range cr.nodes {
+		if n.name != v.Leader && v.owners()[n.name] > 0 {
+			victim = n
+		}
+	}
+	if victim == nil {
+		t.Fatalf("no follower holds partitions: %v (leader %s)", v.owners(), v.Leader)
+	}
+	_, bytes, records, lag := cr.replicas()
+	t.Logf("before the kill: replicas sent %d records in %d bytes; oldest copy %.2f s old", records, bytes, lag)
+	killedAt := time.Now()
+	victim.c.cmd.Process.Signal(syscall.SIGKILL)
+	victim.waitExit(t, 10*time.Second)
+	inFlight := inFlightAt(w.Log(), killedAt, 32)
+	held := v.owners()[victim.name]
+	// The survivors promote the copies once the grace period is over.
+	var promoted int64
+	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if promoted, _, _, _ = cr.replicas(); promoted >= int64(held) {
+			break
+		}
+		alive := 0
+		for _, n := range cr.nodes {
+			if n != victim && n.running() {
+				alive++
+			}
+		}
+		if alive == 0 {
+			break
+		}
+	}
+	t.Logf("killed %s holding %d partitions (%d requests in flight); copies promoted %d", victim.name, held, inFlight, promoted)
+	cr.waitAll(10 * time.Minute)
+	rep := w.Report(reportOptions(delay))
+	// Repeated fetches: what the lost node fetched after its last replicated round (its
+	// copy still lists those URLs as queued), and its fetches in flight.
+	checkClean(t, rep, rep.Requests/20)
+	t.Logf("duplicates %d of %d requests (%.2f%%)", rep.DuplicateFetches, rep.Requests, 100*float64(rep.DuplicateFetches)/float64(max(1, rep.Requests)))
+	if promoted < int64(held) {
+		t.Errorf("%d of the %d partitions of %s were continued from a copy", promoted, held, victim.name)
+	}
 }

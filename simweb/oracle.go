@@ -312,7 +312,15 @@ func (w *Web) Report(o ReportOptions) Report {
 			}
 			if fh.Len() > o.PerHost {
 				rep.ConcurrencyViolation++
-				addSample(&rep.PolitenessSamples, fmt.Sprintf("%s concurrency in_flight=%d allowed=%d", hn, fh.Len(), o.PerHost))
+				// Which clients overlapped: this request and the one before it (in a cluster
+				// test, each node sends its own User-Agent).
+				prev := RequestRecord{}
+				if n > 0 {
+					prev = recs[idx[n-1]]
+				}
+				addSample(&rep.PolitenessSamples, fmt.Sprintf("%s concurrency in_flight=%d allowed=%d: %s %q at %s overlaps %s %q at %s-%s",
+					hn, fh.Len(), o.PerHost, r.CanonicalURL, r.UserAgent, r.Arrival.Format("15:04:05.000"),
+					prev.CanonicalURL, prev.UserAgent, prev.Arrival.Format("15:04:05.000"), prev.Finish.Format("15:04:05.000")))
 			}
 			for _, a := range ra {
 				if r.Arrival.After(a.Finish) && r.Arrival.Before(a.Finish.Add(a.RetryAfter-tol)) {
