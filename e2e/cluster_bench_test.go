@@ -103,11 +103,41 @@ type benchResult struct {
 	handoffs, handoffBytes     int64
 	handoffSeconds             float64
 	politeness                 int
+	replBytes, replRecords     int64
+	replLagMax                 float64 // the largest copy age any node reported
+}
+
+// BenchmarkReplication: three nodes crawl the default web with partition replicas off
+// (--replica-interval -1) and on (the default, 1s), one after the other in one run:
+// pages/s and CPU of both, the replication's wire bytes and records, and the oldest a
+// copy got (the work a lost node would undo).
+//
+//	go test -run '^$' -bench BenchmarkReplication -benchtime 1x -timeout 60m ./e2e
+func BenchmarkReplication(b *testing.B) {
+	if testing.Short() {
+		b.Skip("cluster benchmark")
+	}
+	for i := 0; i < b.N; i++ {
+		off := benchCrawl(b, 3, nil, "--replica-interval", "-1s")
+		on := benchCrawl(b, 3, nil)
+		var rows []string
+		for _, r := range []struct {
+			name string
+			res  benchResult
+		}{{"replicas off", off}, {"replicas on (1 s)", on}} {
+			rows = append(rows, fmt.Sprintf("| %s | %d | %s | %.0f | %.1f | %.3f | %.1f | %d | %.2f s |", r.name, r.res.requests, r.res.wall.Round(time.Millisecond),
+				r.res.pagesPerSec, r.res.cpu, 1000*r.res.cpu/float64(max(1, r.res.requests)), float64(r.res.replBytes)/1e6, r.res.replRecords, r.res.replLagMax))
+		}
+		b.ReportMetric(on.pagesPerSec/off.pagesPerSec, "on/off-pages/s")
+		b.ReportMetric(on.cpu/off.cpu, "on/off-cpu")
+		b.ReportMetric(on.replLagMax, "max-lag-s")
+		b.Logf("\n| 3 nodes | requests | wall | pages/s (server) | CPU s (all nodes) | CPU s / 1,000 pages | replica MB sent | replica records | largest copy age |\n|---|---|---|---|---|---|---|---|---|\n%s", strings.Join(rows, "\n"))
+	}
 }
 
 // benchCrawl crawls the default web with k nodes to completion (during runs the
 // disruption, if any) and sums the nodes' final transfer figures.
-func benchCrawl(b *testing.B, k int, during func(*clusterRun, *simweb.Web)) benchResult {
+func benchCrawl(b *testing.B, k int, during func(*clusterRun, *simweb.Web), extra ...string) benchResult {
 	w, err := simweb.New(func() simweb.Config { c := simweb.DefaultConfig(); c.Hosts = 200; c.Seed = 1; return c }())
 	if err != nil {
 		b.Fatal(err)
@@ -131,7 +161,7 @@ func benchCrawl(b *testing.B, k int, during func(*clusterRun, *simweb.Web)) benc
 			base[i] = "info" // the final "crawl stopped" line carries the transfer counters
 		}
 	}
-	cr := newClusterRun(b, base)
+	cr := newClusterRun(b, append(base, extra...))
 	start := time.Now()
 	n1 := cr.add("n1", "--bootstrap-expect", strconv.Itoa(k), "--seeds", seeds)
 	for j := 2; j <= k; j++ {
@@ -165,6 +195,9 @@ func benchCrawl(b *testing.B, k int, during func(*clusterRun, *simweb.Web)) benc
 				Handoffs       int64  `json:"handoffs"`
 				HandoffBytes   int64  `json:"handoff_bytes"`
 				HandoffSeconds string `json:"handoff_seconds"`
+				ReplicaBytes   int64  `json:"replica_bytes"`
+				ReplicaRecords int64  `json:"replica_records"`
+				ReplicaLagMax  string `json:"replica_lag_max_seconds"`
 			}
 			if json.Unmarshal(sc.Bytes(), &l) != nil || l.Msg != "crawl stopped" {
 				continue
@@ -175,6 +208,10 @@ func benchCrawl(b *testing.B, k int, during func(*clusterRun, *simweb.Web)) benc
 			res.handoffBytes += l.HandoffBytes
 			s, _ := strconv.ParseFloat(l.HandoffSeconds, 64)
 			res.handoffSeconds += s
+			res.replBytes += l.ReplicaBytes
+			res.replRecords += l.ReplicaRecords
+			lag, _ := strconv.ParseFloat(l.ReplicaLagMax, 64)
+			res.replLagMax = max(res.replLagMax, lag)
 		}
 	}
 	return res

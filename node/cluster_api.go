@@ -284,7 +284,9 @@ func (n *Node) TransferStats() []any {
 	os := c.out.Stats()
 	return []any{"forwarded_links", os.SentLinks, "forwarded_bytes", os.SentBytes, "bytes_per_link", fmt.Sprintf("%.1f", os.BytesPerLink),
 		"handoffs", c.stats.handoffs.Load(), "handoff_bytes", c.stats.handoffBytes.Load(),
-		"handoff_seconds", fmt.Sprintf("%.3f", time.Duration(c.stats.handoffNanos.Load()).Seconds()), "imports", c.stats.imports.Load()}
+		"handoff_seconds", fmt.Sprintf("%.3f", time.Duration(c.stats.handoffNanos.Load()).Seconds()), "imports", c.stats.imports.Load(),
+		"replica_bytes", c.repl.bytesSent.Load(), "replica_records", c.repl.records.Load(), "replica_rounds", c.repl.rounds.Load(),
+		"replica_lag_max_seconds", fmt.Sprintf("%.3f", time.Duration(c.repl.lagMax.Load()).Seconds()), "replica_promotions", c.repl.promoted.Load()}
 }
 
 // GossipAddr is the address peers give to --join to reach this node ("" before Run has

@@ -119,6 +119,7 @@ type replicator struct {
 	// Metrics.
 	bytesSent, records, rounds, resets, promoted, dropped, failures atomic.Int64
 	lagNanos                                                        atomic.Int64 // the oldest held copy's age at the last round
+	lagMax                                                          atomic.Int64 // the largest lagNanos seen
 }
 
 func newReplicator(c *cluster, interval time.Duration) *replicator {
@@ -261,8 +262,8 @@ func (r *replicator) round(ctx context.Context) {
 				st = &replOut{backup: b}
 				r.parts[p] = st
 			}
-			if oldest.IsZero() || st.readAt.Before(oldest) {
-				oldest = st.readAt
+			if !st.readAt.IsZero() && (oldest.IsZero() || st.readAt.Before(oldest)) {
+				oldest = st.readAt // (a partition not yet copied at all is not counted)
 			}
 		}
 	}
@@ -281,7 +282,11 @@ func (r *replicator) round(ctx context.Context) {
 	}
 	r.mu.Unlock()
 	if !oldest.IsZero() {
-		r.lagNanos.Store(int64(time.Since(oldest)))
+		lag := int64(time.Since(oldest))
+		r.lagNanos.Store(lag)
+		if lag > r.lagMax.Load() {
+			r.lagMax.Store(lag)
+		}
 	} else {
 		r.lagNanos.Store(0)
 	}
