@@ -450,6 +450,42 @@ func (c *Control) Leader() (name, httpAddr string) {
 	return string(id), m.HTTPAddr
 }
 
+// LastContact is Raft's time of the last contact with a leader (zero on a leader or
+// before any contact).
+func (c *Control) LastContact() time.Time {
+	r := c.rp.Load()
+	if r == nil || r.State() == raft.Leader {
+		return time.Time{}
+	}
+	return r.LastContact()
+}
+
+// LeaseTimeout is the configured lease time (see InContact).
+func (c *Control) LeaseTimeout() time.Duration { return c.cfg.LeaseTimeout }
+
+// AppliedIndex is the index of the last log entry applied to this node's FSM.
+func (c *Control) AppliedIndex() uint64 {
+	r := c.rp.Load()
+	if r == nil {
+		return 0
+	}
+	return r.AppliedIndex()
+}
+
+// LeaderIndex, on the leader, waits until every entry committed so far is applied to its
+// FSM (a Raft barrier) and returns the applied index: a follower whose FSM has applied
+// that index has seen every lease move committed before the call.
+func (c *Control) LeaderIndex(timeout time.Duration) (uint64, error) {
+	r, err := c.leaderRaft()
+	if err != nil {
+		return 0, err
+	}
+	if err := r.Barrier(timeout).Error(); err != nil {
+		return 0, c.mapRaftErr(r, "barrier", err)
+	}
+	return r.AppliedIndex(), nil
+}
+
 // IsLeader reports whether this node is the Raft leader.
 func (c *Control) IsLeader() bool {
 	r := c.rp.Load()

@@ -188,6 +188,18 @@ type cluster struct {
 	deadSince map[string]time.Time      // leader: first time a registered member was seen not alive
 	lastSweep time.Time
 
+	// synced: this node's lease table is known to hold every lease move committed before
+	// its contact with the leader last (re)started. It goes false whenever contact is
+	// lost; while false nothing is fetched. A node back from a
+	// network partition may still find itself named owner of partitions others took over
+	// meanwhile, until its log catches up: it asks the leader for its applied index
+	// (after a barrier) and waits until its own FSM has applied that far.
+	synced     atomic.Bool
+	syncing    atomic.Bool
+	rejoining  atomic.Bool
+	lastRejoin time.Time // loop goroutine only
+	syncLC     time.Time // LastContact at the previous check (loop goroutine only)
+
 	started    atomic.Bool   // start finished: g, ctl and the loop run
 	jobVersion atomic.Uint64 // the job configuration version last applied
 	leaving    atomic.Bool   // decommission requested
@@ -392,6 +404,7 @@ func (c *cluster) loop(ctx context.Context) {
 			c.refresh()
 		case <-tick.C:
 			c.refresh()
+			c.checkSync(ctx)
 			c.fence()
 			c.startHandoffs(ctx)
 		case <-slow.C:
@@ -403,6 +416,7 @@ func (c *cluster) loop(ctx context.Context) {
 			c.syncJob()
 			c.sweep(ctx)
 			c.savePeers()
+			c.rejoin(ctx)
 			c.checkLeft()
 		}
 	}
@@ -430,9 +444,77 @@ func (c *cluster) refresh() {
 	}
 }
 
+// checkSync clears synced when contact with the leader was lost (not in contact now, or
+// a jump in Raft's LastContact of a whole lease time since the last check: contact was
+// lost and came back between two checks), and starts a catch-up when in contact and not
+// synced. A short election does not count: no lease moves away from a node without its
+// own handoff or its removal, which takes the grace period (longer than a lease time).
+func (c *cluster) checkSync(ctx context.Context) {
+	lc := c.ctl.LastContact()
+	gap := !c.syncLC.IsZero() && !lc.IsZero() && lc.Sub(c.syncLC) >= c.ctl.LeaseTimeout()
+	if !c.ctl.InContact() || gap {
+		if c.synced.Swap(false) {
+			c.log.Info("lease table out of sync with the leader: fetching stops until it catches up", "gap", gap)
+		}
+	}
+	c.syncLC = lc
+	if c.synced.Load() || !c.ctl.InContact() || !c.syncing.CompareAndSwap(false, true) {
+		return
+	}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		defer c.syncing.Store(false)
+		idx, err := c.leaderIndex(ctx)
+		if err != nil {
+			c.log.Debug("catch-up: no index from the leader yet", "err", err)
+			return
+		}
+		for deadline := time.Now().Add(10 * time.Second); c.ctl.AppliedIndex() < idx; time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) || ctx.Err() != nil {
+				return
+			}
+		}
+		if c.ctl.InContact() {
+			c.refresh()
+			c.synced.Store(true)
+		}
+	}()
+}
+
+// leaderIndex is the leader's applied index after a barrier (asked over HTTP when the
+// leader is another node).
+func (c *cluster) leaderIndex(ctx context.Context) (uint64, error) {
+	if c.ctl.IsLeader() {
+		return c.ctl.LeaderIndex(5 * time.Second)
+	}
+	_, addr := c.ctl.Leader()
+	if addr == "" {
+		return 0, errors.New("no leader known")
+	}
+	var out struct {
+		Index uint64 `json:"index"`
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := c.get(ctx, "http://"+addr+"/internal/v1/raft/index", &out); err != nil {
+		return 0, err
+	}
+	return out.Index, nil
+}
+
+// owns reports whether this node holds p's lease, is in contact and in sync.
+func (c *cluster) owns(p uint16) bool {
+	if !c.synced.Load() {
+		return false
+	}
+	_, ok := c.ctl.Owns(p)
+	return ok
+}
+
 // mayFetch reports whether this node may fetch partition p now.
 func (c *cluster) mayFetch(p uint16) bool {
-	if _, ok := c.ctl.Owns(p); !ok {
+	if !c.owns(p) {
 		return false
 	}
 	c.mu.Lock()
@@ -444,7 +526,7 @@ func (c *cluster) mayFetch(p uint16) bool {
 func (c *cluster) fence() {
 	blocked := c.repl.blocked()
 	for p := range ring.PartitionCount {
-		_, owns := c.ctl.Owns(uint16(p))
+		owns := c.owns(uint16(p))
 		c.mu.Lock()
 		want := owns && c.hold[p] == 0 && !blocked[uint16(p)]
 		if want && c.fenced[p] {
@@ -896,6 +978,38 @@ func (c *cluster) authorize(req *http.Request) {
 	if c.n.cfg.APIToken != "" {
 		req.Header.Set("Authorization", "Bearer "+c.n.cfg.APIToken)
 	}
+}
+
+// rejoin asks gossip to join again the registered members it lost (dead, not left),
+// every few seconds: after a network partition heals, neither side gossips with the
+// members it declared dead, so without this the halves would stay apart (the majority
+// removes the others from the registry after the grace period, but they still list it).
+func (c *cluster) rejoin(ctx context.Context) {
+	if time.Since(c.lastRejoin) < 5*time.Second || c.rejoining.Load() {
+		return
+	}
+	c.lastRejoin = time.Now()
+	t := c.tab.Load()
+	var addrs []string
+	for _, m := range c.g.Members() {
+		if _, reg := t.members[m.Name]; reg && m.Name != c.self && m.Status == gossip.StatusDead && m.Addr != "" {
+			addrs = append(addrs, m.Addr)
+		}
+	}
+	if len(addrs) == 0 {
+		return
+	}
+	c.rejoining.Store(true)
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		defer c.rejoining.Store(false)
+		jctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		defer cancel()
+		if n, err := c.g.JoinContext(jctx, addrs); err == nil && n > 0 {
+			c.log.Info("rejoined members lost to the failure detector", "contacts", n, "addrs", addrs)
+		}
+	}()
 }
 
 // --- peers file ---

@@ -29,6 +29,14 @@ func (n *Node) internalHandler() http.Handler {
 	mux.HandleFunc("POST /internal/v1/partitions/{p}", c.importHandler)
 	mux.HandleFunc("POST /internal/v1/raft/apply", c.applyHandler)
 	mux.HandleFunc("POST "+replicaPath, c.repl.receive)
+	mux.HandleFunc("GET /internal/v1/raft/index", func(w http.ResponseWriter, r *http.Request) {
+		idx, err := c.ctl.LeaderIndex(5 * time.Second)
+		if err != nil {
+			writeError(w, http.StatusConflict, "not_leader", "%v", err)
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]uint64{"index": idx})
+	})
 	mux.HandleFunc("GET /internal/v1/idle", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, c.localIdle())
 	})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -12,6 +13,14 @@ import (
 	"github.com/crawlnode/crawlnode/fetch"
 	"github.com/crawlnode/crawlnode/simweb"
 )
+
+// testLogger discards, or writes to stderr at info level with CLUSTER_TEST_LOG=1.
+func testLogger(name string) *slog.Logger {
+	if os.Getenv("CLUSTER_TEST_LOG") == "" {
+		return slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})).With("test_node", name)
+}
 
 // TestClusterInProcess runs real nodes in one process (so the race detector sees the
 // cluster code): two form a cluster, a third joins mid-crawl and takes partitions over by
@@ -45,7 +54,7 @@ func TestClusterInProcess(t *testing.T) {
 			Delay: delay, DelaySet: true, Concurrency: 8, ExtractWorkers: 1, MaxDepth: 100,
 			RobotsRetryBase: 50 * time.Millisecond, RetryBase: 50 * time.Millisecond, FetchTimeout: 5 * time.Second,
 			Resolve: []fetch.ResolveRule{rule}, HTTPAddr: "127.0.0.1:0", MinFreeDisk: -1,
-			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+			Logger: testLogger(name),
 			Cluster: ClusterConfig{BindAddr: "127.0.0.1:0", RaftAddr: "127.0.0.1:0", Join: join,
 				BootstrapExpect: expect, Profile: "test", Grace: 5 * time.Second},
 		})
