@@ -368,6 +368,7 @@ func (c *cluster) loop(ctx context.Context) {
 	slow := time.NewTicker(time.Second)
 	defer slow.Stop()
 	events := c.g.Events()
+	wasLeader := false
 	for {
 		select {
 		case <-ctx.Done():
@@ -380,6 +381,14 @@ func (c *cluster) loop(ctx context.Context) {
 		case <-tick.C:
 			c.refresh()
 			c.fence()
+			// A new leader does its upkeep at once rather than at the next slow tick: a
+			// fresh cluster's partitions are unowned until then, and nothing is crawled.
+			if leader := c.ctl.IsLeader(); leader != wasLeader {
+				wasLeader = leader
+				if leader {
+					c.lead()
+				}
+			}
 			c.startHandoffs(ctx)
 		case <-slow.C:
 			c.bootstrap()

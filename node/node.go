@@ -509,20 +509,24 @@ func (n *Node) waitDone(ctx context.Context) bool {
 	}
 }
 
-// clusterDone polls the cluster once a second until every member is idle twice in a row
+// clusterDone polls the cluster once a second (a lone node: every 200 ms) until every member is idle twice in a row
 // (or a peer already decided), then says so to peers for a few seconds before returning.
 func (n *Node) clusterDone(ctx context.Context) bool {
 	prev := int64(-1)
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
 	for {
 		if n.cl.clusterDone(ctx, &prev) {
 			break
 		}
+		// Peers are asked over HTTP once a second; a node alone checks itself as often as
+		// a node without a cluster layer does, so a one-node batch crawl exits promptly.
+		wait := time.Second
+		if len(n.cl.g.Alive()) <= 1 {
+			wait = 200 * time.Millisecond
+		}
 		select {
 		case <-ctx.Done():
 			return n.cfg.MaxPages > 0 && n.stats.fetched.Load() >= n.cfg.MaxPages
-		case <-t.C:
+		case <-time.After(wait):
 		}
 	}
 	n.cl.doneLocal.Store(true)
