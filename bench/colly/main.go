@@ -2,7 +2,7 @@
 // Crawlnode's fetch stage, one after the other in the same run, and prints both crawlers'
 // figures side by side, judged by simweb's report.
 //
-//	cd bench/colly && go run . [-rounds 3] [-hosts 40] [-mean-pages 250] [-words 5600]
+//	cd bench/colly && go run . [-rounds 3] [-hosts 40] [-mean-pages 500] [-words 5600]
 //
 // It is a module of its own so that the main module does not carry Colly as a dependency;
 // a replace directive points at the Crawlnode tree two directories up.
@@ -77,8 +77,8 @@ func run(args []string) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.IntVar(&o.rounds, "rounds", 3, "rounds; each round runs Colly, then Crawlnode (order alternates)")
 	fs.IntVar(&o.hosts, "hosts", 40, "hosts in the simulated web")
-	fs.IntVar(&o.meanPages, "mean-pages", 250, "mean article pages per host")
-	fs.IntVar(&o.maxPages, "max-pages", 500, "cap on one host's article pages (keeps the per-host serial tail short)")
+	fs.IntVar(&o.meanPages, "mean-pages", 500, "mean article pages per host")
+	fs.IntVar(&o.maxPages, "max-pages", 1000, "cap on one host's article pages (keeps the per-host serial tail short)")
 	fs.IntVar(&o.words, "words", 5600, "main-text words per article (5,600 words: ~40 KB pages)")
 	fs.Int64Var(&o.seed, "seed", 1, "simweb seed")
 	fs.StringVar(&o.crawlnode, "crawlnode", "", "crawlnode binary (default: built from ../.. into a temp dir)")
