@@ -180,6 +180,8 @@ func (c *Control) Start(ctx context.Context) error {
 			ID: raft.ServerID(c.cfg.NodeName), Address: trans.LocalAddr()}}}
 		if err := r.BootstrapCluster(conf).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
 			c.log.Error("bootstrap single node", "err", err)
+		} else {
+			electNow(r)
 		}
 	}
 	lctx, cancel := context.WithCancel(ctx)
@@ -650,4 +652,19 @@ func (c *Control) Shutdown(ctx context.Context) error {
 		c.log.Info("shut down", "err", c.shutErr)
 	})
 	return c.shutErr
+}
+
+// electNow makes a follower that has never heard from a leader check its heartbeat at once
+// instead of after HeartbeatTimeout (1-2 s in the LAN profile), so a freshly bootstrapped
+// single node leads, and starts crawling, within milliseconds. raft exposes no call for it;
+// lowering the heartbeat timeout through ReloadConfig wakes the follower loop, which finds
+// no contact ever and starts the election; the timeout is put back at once. The timeouts in
+// force afterwards are the configured ones.
+func electNow(r *raft.Raft) {
+	orig := r.ReloadableConfig()
+	lower := orig
+	lower.HeartbeatTimeout -= time.Millisecond
+	if r.ReloadConfig(lower) == nil {
+		_ = r.ReloadConfig(orig)
+	}
 }

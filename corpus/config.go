@@ -80,6 +80,14 @@ type Config struct {
 	// Workers is the number of extraction goroutines. Default runtime.NumCPU(). Extraction is
 	// CPU bound, so more than the cores only adds memory.
 	Workers int
+	// Nice, when 1..19, runs each worker on an OS thread of its own at that nice value
+	// (Linux; elsewhere it is ignored with a warning), so the kernel gives the crawl's
+	// threads the CPU first and extraction what they leave: the stage lags instead of slowing
+	// the fetch stage. Give the process GOMAXPROCS of its CPUs plus Workers, so that a worker
+	// thread waiting for CPU does not hold one of the crawl's Ps. Higher values yield more but
+	// make stop-the-world GC pauses wait longer for a starved worker thread. Default 0: the
+	// workers are ordinary goroutines and compete with the crawl for the cores.
+	Nice int
 	// MaxBacklog is the largest number of queued jobs; Enqueue returns ErrBacklogFull past it.
 	// Default 1,000,000 (a job is ~300 bytes in Badger).
 	MaxBacklog int
@@ -169,6 +177,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: NodeName %q must be non-empty [A-Za-z0-9._-]", ErrInvalidConfig, c.NodeName)
 	case c.Load == nil:
 		return fmt.Errorf("%w: Load is required", ErrInvalidConfig)
+	case c.Nice < 0 || c.Nice > 19:
+		return fmt.Errorf("%w: Nice %d not in 0..19", ErrInvalidConfig, c.Nice)
 	case c.Filters.MinTextLength < 0:
 		return fmt.Errorf("%w: Filters.MinTextLength %d < 0", ErrInvalidConfig, c.Filters.MinTextLength)
 	case c.Filters.MaxLinkDensity < 0 || c.Filters.MaxLinkDensity > 1:

@@ -408,6 +408,11 @@ func (s *Stage) readJobs(from uint64, limit int) ([]dispatched, error) {
 }
 
 func (s *Stage) worker(ctx context.Context) {
+	if s.cfg.Nice > 0 {
+		if err := lowerThreadPriority(s.cfg.Nice); err != nil {
+			s.log.Warn("extract worker priority", "nice", s.cfg.Nice, "err", err)
+		}
+	}
 	for d := range s.work {
 		start := time.Now()
 		r := result{seq: d.seq}

@@ -1,8 +1,10 @@
 package e2e
 
 import (
+	"os"
 	"path/filepath"
 	"reflect"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -87,5 +89,71 @@ func TestPolitenessBound(t *testing.T) {
 		if took < ideal-delay/2 {
 			t.Errorf("%s took %s, faster than its Crawl-delay allows (%s)", host, took, ideal)
 		}
+	}
+}
+
+// TestPolitenessBoundManyHosts is the politeness-bound benchmark of the performance issue:
+// many hosts, every one announcing a Crawl-delay, so the crawl's ideal time is the slowest
+// host's (requests - 1) x delay. It reports the whole crawl against that ideal and each
+// host's overshoot. Minutes of wall time and sensitive to machine load, so it runs only when
+// asked:
+//
+//	CRAWLNODE_BENCH_POLITENESS=1 go test -count=1 -run TestPolitenessBoundManyHosts -v ./e2e/
+func TestPolitenessBoundManyHosts(t *testing.T) {
+	if os.Getenv("CRAWLNODE_BENCH_POLITENESS") == "" {
+		t.Skip("benchmark: set CRAWLNODE_BENCH_POLITENESS=1")
+	}
+	const delay = 250 * time.Millisecond
+	const hosts = 100
+	w, addr := web(t, func(c *simweb.Config) {
+		plainWeb(c)
+		c.Hosts = hosts
+		c.Seed = 5
+		c.CrawlDelayHosts = hosts
+		c.CrawlDelay = delay
+		c.CrawlDelayMaxPages = 40
+	})
+	data := filepath.Join(t.TempDir(), "data")
+	// The binary's default priority for extraction (TestMain turns it off for the suite);
+	// CRAWLNODE_BENCH_POLITENESS_ARGS adds flags, e.g. "--no-extract".
+	args := crawlArgs(data, addr, w, t, "--extract-nice", "10")
+	args = append(args, strings.Fields(os.Getenv("CRAWLNODE_BENCH_POLITENESS_ARGS"))...)
+	c := startCrawler(t, args...)
+	if code := c.wait(t, 10*time.Minute); code != 0 {
+		t.Fatalf("crawlnode exited %d:\n%s", code, tail(c.stderr.String(), 2000))
+	}
+	checkClean(t, w.Report(reportOptions(0)), 0)
+	first, last, count := map[string]time.Time{}, map[string]time.Time{}, map[string]int{}
+	var start, end time.Time
+	for _, r := range w.Log() {
+		if _, ok := first[r.Host]; !ok || r.Arrival.Before(first[r.Host]) {
+			first[r.Host] = r.Arrival
+		}
+		if r.Arrival.After(last[r.Host]) {
+			last[r.Host] = r.Arrival
+		}
+		if start.IsZero() || r.Arrival.Before(start) {
+			start = r.Arrival
+		}
+		if r.Arrival.After(end) {
+			end = r.Arrival
+		}
+		count[r.Host]++
+	}
+	var ideal time.Duration
+	var over []float64
+	for host, n := range count {
+		hostIdeal := time.Duration(n-1) * delay
+		ideal = max(ideal, hostIdeal)
+		if n > 1 {
+			over = append(over, 100*(last[host].Sub(first[host]).Seconds()/hostIdeal.Seconds()-1))
+		}
+	}
+	sort.Float64s(over)
+	took := end.Sub(start)
+	t.Logf("%d hosts, %d requests: crawl took %s (server's first to last request), ideal %s (slowest host): %.1f%% over",
+		len(count), len(w.Log()), took.Round(time.Millisecond), ideal, 100*(took.Seconds()/ideal.Seconds()-1))
+	if len(over) > 0 {
+		t.Logf("per host over ideal: median %.1f%%, p90 %.1f%%, max %.1f%% (%d hosts)", over[len(over)/2], over[len(over)*9/10], over[len(over)-1], len(over))
 	}
 }

@@ -393,6 +393,7 @@ func (c *cluster) loop(ctx context.Context) {
 	slow := time.NewTicker(time.Second)
 	defer slow.Stop()
 	events := c.g.Events()
+	wasLeader := false
 	for {
 		select {
 		case <-ctx.Done():
@@ -406,6 +407,14 @@ func (c *cluster) loop(ctx context.Context) {
 			c.refresh()
 			c.checkSync(ctx)
 			c.fence()
+			// A new leader does its upkeep at once rather than at the next slow tick: a
+			// fresh cluster's partitions are unowned until then, and nothing is crawled.
+			if leader := c.ctl.IsLeader(); leader != wasLeader {
+				wasLeader = leader
+				if leader {
+					c.lead()
+				}
+			}
 			c.startHandoffs(ctx)
 		case <-slow.C:
 			c.bootstrap()

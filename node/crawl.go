@@ -13,8 +13,6 @@ package node
 
 import (
 	"context"
-	"crypto/sha1"
-	"encoding/base32"
 	"errors"
 	"net/http"
 	"strconv"
@@ -195,6 +193,9 @@ func (n *Node) processHTML(ctx context.Context, l *frontier.Lease, resp *fetch.R
 		})
 		n.enqueue(ws.cands)
 	}
+	if n.cfg.NoExtract {
+		return
+	}
 	job := corpus.Job{
 		URL:            l.URL,
 		FetchTime:      resp.Started,
@@ -328,7 +329,8 @@ func (n *Node) archive(resp *fetch.Response, url string) (warcLoc, error) {
 	if resp.Truncated {
 		ex.Truncated = "length"
 	}
-	digest := payloadDigest(resp.RawBody)
+	digest := archive.PayloadDigest(resp.RawBody)
+	ex.PayloadDigest = digest
 	if resp.Status == http.StatusOK && len(resp.RawBody) > 0 && !resp.Truncated {
 		if orig, ok := n.lookupPayload(digest); ok && orig.URL != url {
 			loc, err := n.warc.WriteRevisit(ex, archive.Revisit{
@@ -387,14 +389,6 @@ func (n *Node) waitPause(ctx context.Context) bool {
 		case <-time.After(d):
 		}
 	}
-}
-
-var b32 = base32.StdEncoding
-
-// payloadDigest is the WARC-Payload-Digest form: sha1 in base32.
-func payloadDigest(b []byte) string {
-	sum := sha1.Sum(b)
-	return "sha1:" + b32.EncodeToString(sum[:])
 }
 
 // loadPage is the extract stage's loader: the page's decoded body, read back from WARC.

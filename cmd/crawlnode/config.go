@@ -119,8 +119,8 @@ var flagGroups = []struct {
 	{"Limits", []string{"max-depth", "max-pages-per-host", "concurrency", "timeout", "max-body", "retry-base", "min-free-disk"}},
 	{"Network", []string{"resolve"}},
 	{"Cluster", []string{"name", "bind", "advertise", "raft", "join", "bootstrap-expect", "grace", "replica-interval", "cluster-profile", "internal-http"}},
-	{"Corpus", []string{"extract-workers", "min-text-length", "max-link-density", "languages", "include-opt-out"}},
-	{"API and output", []string{"http", "api-token", "log-level", "log-format", "quiet", "cpuprofile", "memprofile"}},
+	{"Corpus", []string{"no-extract", "extract-workers", "extract-nice", "min-text-length", "max-link-density", "languages", "include-opt-out"}},
+	{"API and output", []string{"warc-gzip-level", "http", "api-token", "log-level", "log-format", "quiet", "cpuprofile", "memprofile"}},
 }
 
 // printGroupedHelp prints every flag under its topic, with its default and environment

@@ -86,6 +86,9 @@ func newCrawlFlags(name string) *crawlFlags {
 	fs.DurationVar(&f.robotsRetry, "robots-retry", 10*time.Second, "first wait after a 5xx/unreachable robots.txt (doubles; host parked after 5 tries)")
 	fs.DurationVar(&c.RetryBase, "retry-base", 2*time.Second, "first backoff of a transiently failed URL (exponential with jitter; dead letter after 5 tries)")
 	fs.IntVar(&c.ExtractWorkers, "extract-workers", 0, "text extraction workers (default: number of CPUs)")
+	fs.IntVar(&c.WARCGzipLevel, "warc-gzip-level", 1, "gzip level of WARC records: 1 fastest LZ77; -2 Huffman-only (same format, ~4x less CPU, ~40% larger files); up to 9")
+	fs.IntVar(&c.ExtractNice, "extract-nice", 10, "nice value (0-19) of the extract workers' threads: the fetch stage gets the CPU first, extraction lags (0: same priority, Linux only)")
+	fs.BoolVar(&c.NoExtract, "no-extract", false, "fetch stage only: archive pages as WARC and follow links, build no text corpus")
 	fs.IntVar(&c.Filters.MinTextLength, "min-text-length", 200, "corpus: pages with less main text (characters) are rejected")
 	fs.Float64Var(&c.Filters.MaxLinkDensity, "max-link-density", 0.5, "corpus: pages with a larger share of text inside links are rejected")
 	fs.StringVar(&f.languages, "languages", "", "corpus: comma-separated ISO 639-1 codes to keep (empty: all)")
@@ -337,6 +340,15 @@ func startProfiles(cpu, mem string) (stop func(), err error) {
 
 // crawl runs a node until it is done or signalled.
 func crawl(cfg node.Config, quiet bool) error {
+	if cfg.ExtractNice > 0 && !cfg.NoExtract {
+		// Niced extract workers each hold a P while they wait for the CPU the crawl leaves
+		// them; give them Ps of their own so the fetch stage keeps all of the usual ones.
+		workers := cfg.ExtractWorkers
+		if workers <= 0 {
+			workers = runtime.NumCPU()
+		}
+		runtime.GOMAXPROCS(runtime.GOMAXPROCS(0) + workers)
+	}
 	n, err := node.New(cfg)
 	if err != nil {
 		return err
