@@ -98,7 +98,7 @@ func startDockerCluster(t *testing.T, image string, hosts, seed int, grace time.
 		d.env = append(os.Environ(), "CRAWLNODE_IMAGE="+image, "CRAWLNODE_SUBNET="+d.subnet,
 			fmt.Sprintf("SIMWEB_HOSTS=%d", hosts), fmt.Sprintf("SIMWEB_SEED=%d", seed),
 			"CRAWLNODE_GRACE="+grace.String(), "CRAWLNODE_DELAY="+d.delay.String(), "CRAWLNODE_LOG_LEVEL=warn",
-			"CRAWLNODE_EXTRACT_WORKERS=1")
+			"CRAWLNODE_NO_EXTRACT=true")
 	}
 	setSubnet()
 	t.Cleanup(func() {
@@ -253,7 +253,7 @@ func (d *dockerCluster) addNode(name string) {
 		"-e", "CRAWLNODE_RESOLVE=*.sim.test=" + d.subnet + ".10:8080", "-e", "CRAWLNODE_DELAY=" + d.delay.String(),
 		"-e", "CRAWLNODE_CONCURRENCY=32", "-e", "CRAWLNODE_EXIT_WHEN_DONE=true", "-e", "CRAWLNODE_ROBOTS_RETRY=200ms",
 		"-e", "CRAWLNODE_RETRY_BASE=200ms", "-e", "CRAWLNODE_TIMEOUT=10s", "-e", "CRAWLNODE_MAX_DEPTH=100",
-		"-e", "CRAWLNODE_LOG_LEVEL=warn", "-e", "CRAWLNODE_EXTRACT_WORKERS=1"}
+		"-e", "CRAWLNODE_LOG_LEVEL=warn", "-e", "CRAWLNODE_NO_EXTRACT=true"}
 	for _, e := range d.env {
 		if strings.HasPrefix(e, "CRAWLNODE_GRACE=") {
 			args = append(args, "-e", e)

@@ -67,13 +67,15 @@ func freePorts(t testing.TB) int {
 	return 0
 }
 
-// clusterArgs are the flags every member shares: a fast, polite crawl of w on addr.
+// clusterArgs are the flags every member shares: a fast, polite crawl of w on addr. The
+// cluster checks judge the crawl (simweb's report), so the nodes run the fetch stage only
+// (--no-extract); the corpus is checked by the single-node tests.
 func clusterArgs(addr string, delay time.Duration, grace time.Duration) []string {
 	return []string{
 		"--resolve", "*.sim.test=" + addr, "--delay", delay.String(), "--concurrency", "32", "--exit-when-done",
 		"--robots-retry", "200ms", "--retry-base", "200ms", "--timeout", "10s", "--max-depth", "100",
 		"--log-format", "json", "--log-level", "warn", "--http", "127.0.0.1:0",
-		"--cluster-profile", "test", "--grace", grace.String(), "--extract-workers", "1",
+		"--cluster-profile", "test", "--grace", grace.String(), "--no-extract",
 	}
 }
 

@@ -23,25 +23,14 @@ func TestDockerCompose(t *testing.T) {
 		t.Skip("docker cluster")
 	}
 	t.Parallel() // the containers mostly wait on politeness delays, like the cluster checks
-	if err := exec.Command("docker", "info").Run(); err != nil {
-		t.Skip("no Docker engine here (docker info failed)")
-	}
-	// With an engine the scenario must run (CI installs the Compose tool in .ci/run).
-	if _, err := exec.LookPath("docker-compose"); err != nil {
-		t.Fatal("a Docker engine is here but docker-compose is not: apt-get install docker-compose")
-	}
-	image := "crawlnode:e2e"
-	build := exec.Command("../docker/build.sh")
-	build.Env = append(os.Environ(), "CRAWLNODE_IMAGE="+image)
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("docker/build.sh: %v\n%s", err, out)
-	}
+	needDocker(t) // with an engine the scenario must run (CI installs the Compose tool in .ci/run)
+	image := buildImage(t)
 	project := fmt.Sprintf("cne2e%d", rand.IntN(1_000_000))
 	var env []string
 	setSubnet := func() {
 		subnet := fmt.Sprintf("172.29.%d", 10+rand.IntN(240))
 		env = append(os.Environ(), "CRAWLNODE_IMAGE="+image, "CRAWLNODE_SUBNET="+subnet, "SIMWEB_HOSTS=100", "SIMWEB_SEED=31",
-			"CRAWLNODE_GRACE=30s", "CRAWLNODE_DELAY=20ms", "CRAWLNODE_LOG_LEVEL=warn")
+			"CRAWLNODE_GRACE=30s", "CRAWLNODE_DELAY=20ms", "CRAWLNODE_LOG_LEVEL=warn", "CRAWLNODE_NO_EXTRACT=true")
 	}
 	setSubnet()
 	compose := func(args ...string) (string, error) {
