@@ -22,7 +22,7 @@ func TestDockerCompose(t *testing.T) {
 	if testing.Short() {
 		t.Skip("docker cluster")
 	}
-	t.Parallel() // the containers mostly wait on politeness delays, like the cluster checks
+	t.Parallel()  // the containers mostly wait on politeness delays, like the cluster checks
 	needDocker(t) // with an engine the scenario must run (CI installs the Compose tool in .ci/run)
 	image := buildImage(t)
 	project := fmt.Sprintf("cne2e%d", rand.IntN(1_000_000))
