@@ -106,6 +106,13 @@ func New(cfg Config) (*Client, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if cfg.Resolver == nil {
+		dc, err := NewDNSClient(DNSClientConfig{Servers: cfg.DNSServers, Timeout: cfg.DNSTimeout})
+		if err != nil {
+			return nil, err
+		}
+		cfg.Resolver = dc
+	}
 	c := &Client{
 		cfg:     cfg,
 		resolve: newResolveTable(cfg.Resolve),
@@ -117,6 +124,9 @@ func New(cfg Config) (*Client, error) {
 	c.scratch.New = func() any { b := make([]byte, 0, 4<<10); return &b }
 	return c, nil
 }
+
+// DNSStats returns the DNS cache's counters.
+func (c *Client) DNSStats() DNSStats { return c.dns.stats() }
 
 // SetUserAgent changes the User-Agent of requests sent from now on.
 func (c *Client) SetUserAgent(ua string) {
