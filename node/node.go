@@ -50,6 +50,13 @@ type Config struct {
 	UserAgent string
 	// Resolve overrides where connections for matching hosts go.
 	Resolve []fetch.ResolveRule
+	// DNSServers ("ip" or "ip:port") are asked directly for host addresses, with the
+	// answers' TTLs honoured by the fetch layer's cache (--dns). Empty: the system resolver,
+	// whose answers carry no TTL and are cached DNSCacheTTL.
+	DNSServers []string
+	// DNSCacheTTL caps how long a DNS answer is cached (and is the TTL of the system
+	// resolver's answers). Default 5m.
+	DNSCacheTTL time.Duration
 	// FetchTimeout bounds one request, body included. Default 30s.
 	FetchTimeout time.Duration
 	// MaxBodySize cuts bodies (recorded as truncated). Default 10 MiB.
@@ -280,7 +287,12 @@ func New(cfg Config) (*Node, error) {
 		Timeout:     cfg.FetchTimeout,
 		MaxBodySize: cfg.MaxBodySize,
 		Resolve:     cfg.Resolve,
-		Now:         cfg.Now,
+		DNSServers:  cfg.DNSServers,
+		DNSCacheTTL: cfg.DNSCacheTTL,
+		// One connection per allowed request in flight: a host sees no more sockets
+		// than requests, and keep-alive reuses them.
+		MaxConnsPerHost: cfg.PerHost,
+		Now:             cfg.Now,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("fetch client: %w", err)
