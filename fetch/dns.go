@@ -94,8 +94,18 @@ func newDNSCache(res Resolver, ttl, negTTL time.Duration, maxSize int, now func(
 // one resolver call among concurrent callers. A waiter whose ctx ends stops
 // waiting; the shared call itself runs under the first caller's ctx.
 func (d *dnsCache) lookup(ctx context.Context, host string) ([]netip.Addr, error) {
+	return d.lookupCounted(ctx, host, true)
+}
+
+// dialLookup is lookup for the dialer, which runs right after the request's
+// own lookup: it is not counted again in Lookups and Hits.
+func (d *dnsCache) dialLookup(ctx context.Context, host string) ([]netip.Addr, error) {
+	return d.lookupCounted(ctx, host, false)
+}
+
+func (d *dnsCache) lookupCounted(ctx context.Context, host string, count bool) ([]netip.Addr, error) {
 	for {
-		addrs, err, retry := d.lookupOnce(ctx, host)
+		addrs, err, retry := d.lookupOnce(ctx, host, count)
 		if !retry {
 			return addrs, err
 		}
@@ -105,26 +115,34 @@ func (d *dnsCache) lookup(ctx context.Context, host string) ([]netip.Addr, error
 // lookupOnce does one round; retry is set when this caller waited on a
 // shared lookup that was cut short by its leader's context while this
 // caller's own context is still live.
-func (d *dnsCache) lookupOnce(ctx context.Context, host string) (_ []netip.Addr, _ error, retry bool) {
+func (d *dnsCache) lookupOnce(ctx context.Context, host string, count bool) (_ []netip.Addr, _ error, retry bool) {
 	now := d.now()
 	d.mu.Lock()
-	d.lookups.Add(1)
+	if count {
+		d.lookups.Add(1)
+	}
 	if e, ok := d.entries[host]; ok {
 		if now.Before(e.expires) {
 			d.mu.Unlock()
-			d.hits.Add(1)
+			if count {
+				d.hits.Add(1)
+			}
 			return e.addrs, e.err, false
 		}
 		delete(d.entries, host)
 	}
 	if c, ok := d.inflight[host]; ok {
 		d.mu.Unlock()
-		d.shared.Add(1)
+		if count {
+			d.shared.Add(1)
+		}
 		select {
 		case <-c.done:
 			if c.aborted && ctx.Err() == nil {
-				d.lookups.Add(-1) // counted again in the next round
-				d.shared.Add(-1)
+				if count { // counted again in the next round
+					d.lookups.Add(-1)
+					d.shared.Add(-1)
+				}
 				return nil, nil, true
 			}
 			return c.addrs, c.err, false

@@ -264,3 +264,41 @@ func TestClientDNSServers(t *testing.T) {
 		t.Fatalf("stats %+v, server saw a.dns.test %d times; want 2 queries, 1 for a", st, td.count("a.dns.test."))
 	}
 }
+
+// Every request consults the cache, so an expired TTL is asked again even while a
+// kept-alive connection to the host is open (queries per host = 1 + crawl time / TTL).
+func TestClientRequeriesAfterTTL(t *testing.T) {
+	srv := rawServer(t, func(c net.Conn, br *bufio.Reader) {
+		for {
+			if _, ok := readReq(br); !ok {
+				return
+			}
+			c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"))
+		}
+	})
+	_, port, _ := net.SplitHostPort(srv)
+	clk := &fakeClock{t: time.Unix(1_000_000, 0)}
+	res := &fakeResolver{hosts: map[string][]netip.Addr{"a.test": {netip.MustParseAddr("127.0.0.1")}}, ttl: 10 * time.Second}
+	c := testClient(t, func(cfg *Config) { cfg.Resolver = res; cfg.Now = clk.Now })
+	get := func() {
+		t.Helper()
+		if _, err := c.Do(context.Background(), Request{URL: "http://a.test:" + port + "/"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 5; i++ {
+		get()
+	}
+	if n := res.calls.Load(); n != 1 {
+		t.Fatalf("%d queries within the TTL, want 1", n)
+	}
+	clk.Advance(11 * time.Second)
+	get()
+	if n := res.calls.Load(); n != 2 {
+		t.Fatalf("%d queries after the TTL, want 2", n)
+	}
+	st := c.DNSStats()
+	if st.Lookups != 6 || st.Hits != 4 || st.Queries != 2 {
+		t.Fatalf("stats %+v, want 6 lookups, 4 hits, 2 queries", st)
+	}
+}
