@@ -119,6 +119,7 @@ func New(cfg Config) (*Client, error) {
 		dns:     newDNSCache(cfg.Resolver, cfg.DNSCacheTTL, cfg.NegativeTTL, cfg.DNSCacheSize, cfg.Now),
 		hosts:   make(map[hostKey]*hostEntry),
 	}
+	c.dns.tempTTL = cfg.TempFailTTL
 	c.SetUserAgent(cfg.UserAgent)
 	c.readers.New = func() any { return bufio.NewReaderSize(nil, 8<<10) }
 	c.scratch.New = func() any { b := make([]byte, 0, 4<<10); return &b }

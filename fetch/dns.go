@@ -34,6 +34,7 @@ type dnsCache struct {
 	res     Resolver
 	ttl     time.Duration
 	negTTL  time.Duration
+	tempTTL time.Duration // for SERVFAIL and timeouts; 0: negTTL
 	maxSize int
 	now     func() time.Time
 
@@ -181,6 +182,10 @@ func (d *dnsCache) lookupOnce(ctx context.Context, host string, count bool) (_ [
 		if c.err != nil {
 			d.failures.Add(1)
 			exp = d.negTTL
+			var de *net.DNSError
+			if d.tempTTL > 0 && d.tempTTL < exp && errors.As(c.err, &de) && !de.IsNotFound {
+				exp = d.tempTTL
+			}
 			if ttl > 0 && ttl < exp {
 				exp = ttl
 			}
