@@ -409,12 +409,22 @@ func (n *Node) Run(ctx context.Context) error {
 	fetchCtx, abortFetches := context.WithCancel(context.Background())
 	defer abortFetches()
 
+	// Fetch slots hand each lease with its discovered links to the committers, which add the
+	// links of many pages in one frontier commit and then record the leases: a slot never
+	// waits for the frontier's serialized write, and the bounded channel is the back-pressure
+	// when the disk falls behind.
+	commits := make(chan pendingDone, commitQueue(n.cfg.Concurrency))
+	var cwg sync.WaitGroup
+	for i := 0; i < committers; i++ {
+		cwg.Add(1)
+		go func() { defer cwg.Done(); n.committer(fetchCtx, commits) }()
+	}
 	var wg sync.WaitGroup
 	for i := 0; i < n.cfg.Concurrency; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			n.worker(leaseCtx, fetchCtx, stopLeasing)
+			n.worker(leaseCtx, fetchCtx, stopLeasing, commits)
 		}()
 	}
 	var bg sync.WaitGroup
@@ -456,7 +466,12 @@ func (n *Node) Run(ctx context.Context) error {
 	// Let fetches in flight finish (they are recorded); abort what is still running after
 	// the grace: an aborted fetch is requeued, not lost.
 	waited := make(chan struct{})
-	go func() { wg.Wait(); close(waited) }()
+	go func() {
+		wg.Wait()
+		close(commits) // every slot has handed off its last lease
+		cwg.Wait()
+		close(waited)
+	}()
 	select {
 	case <-waited:
 	case <-time.After(3 * time.Second):
@@ -639,7 +654,8 @@ type counters struct {
 	fetchErr   atomic.Int64 // transport errors
 	robotsDeny atomic.Int64
 	robotsReq  atomic.Int64
-	busy       atomic.Int64 // workers between Next and Done
+	busy       atomic.Int64 // leases between Next and Done (in a fetch slot or waiting for their links' commit)
+	slots      atomic.Int64 // fetch slots busy with a lease (robots, fetch, archive, parse)
 	bytes      atomic.Int64
 
 	classMu sync.Mutex
