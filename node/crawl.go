@@ -51,6 +51,7 @@ type pendingDone struct {
 	o     frontier.Outcome
 	links []frontier.Candidate
 	job   *corpus.Job
+	ack   chan<- struct{} // signalled once the lease is recorded
 }
 
 // committers is the number of goroutines committing links and recording leases. The
@@ -61,13 +62,16 @@ const committers = 2
 // maxCommitBatch bounds the leases whose links go into one frontier.Add.
 const maxCommitBatch = 256
 
-// commitQueue is the hand-off channel's capacity: a slot that finds it full waits, which
-// slows fetching to what the frontier's disk can commit.
+// commitQueue is the hand-off channel's capacity. Each slot has at most one lease in it
+// (it waits for the ack), so this only bounds how many slots queue without blocking.
 func commitQueue(concurrency int) int { return min(max(concurrency, 64), 4096) }
 
-// committer adds the links of many leases in one frontier.Add, then records each lease
-// (frontier.Done), so that a URL leaves its queue only once what it discovered is durable.
-// It returns when in is closed and drained.
+// committer is a group commit: it adds the links of many leases in one frontier.Add and
+// their extract jobs in one Enqueue, then records each lease (frontier.Done) and acks its
+// slot, so that a URL leaves its queue only once what it discovered is durable. A slot waits
+// for one batched commit instead of queueing behind one commit per page, and no lease is
+// held beyond the fetch slots (a kill -9 re-issues at most --concurrency URLs). It returns
+// when in is closed and drained.
 func (n *Node) committer(ctx context.Context, in <-chan pendingDone) {
 	batch := make([]pendingDone, 0, maxCommitBatch)
 	var links []frontier.Candidate
@@ -100,6 +104,7 @@ func (n *Node) committer(ctx context.Context, in <-chan pendingDone) {
 				n.log.Error("record outcome", "url", batch[i].l.URL, "err", err)
 			}
 			n.stats.busy.Add(-1)
+			batch[i].ack <- struct{}{}
 			batch[i] = pendingDone{}
 		}
 		clear(links)
@@ -109,6 +114,7 @@ func (n *Node) committer(ctx context.Context, in <-chan pendingDone) {
 
 func (n *Node) worker(leaseCtx, fetchCtx context.Context, stop func(), commits chan<- pendingDone) {
 	var ws workerState
+	ack := make(chan struct{}, 1)
 	for {
 		if n.cfg.MaxPages > 0 && n.stats.fetched.Load() >= n.cfg.MaxPages {
 			stop()
@@ -135,7 +141,8 @@ func (n *Node) worker(leaseCtx, fetchCtx context.Context, stop func(), commits c
 			n.stats.busy.Add(-1)
 			continue
 		}
-		commits <- pendingDone{l: l, o: o, links: ws.links, job: ws.job}
+		commits <- pendingDone{l: l, o: o, links: ws.links, job: ws.job, ack: ack}
+		<-ack
 	}
 }
 

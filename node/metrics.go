@@ -93,8 +93,8 @@ func newMetrics(n *Node) *metrics {
 	counter("dns_queries_total", "DNS queries sent to the resolver (cache misses; concurrent ones collapsed).", nil, func() float64 { return float64(dstats().Queries) })
 	counter("dns_failures_total", "DNS queries that failed (NXDOMAIN, SERVFAIL, timeout).", nil, func() float64 { return float64(dstats().Failures) })
 	gauge("dns_cache_names", "Names in the DNS cache.", func() float64 { return float64(dstats().Size) })
-	gauge("fetches_in_flight", "Fetch slots busy with a lease (robots, fetch, archive, parse).", func() float64 { return float64(st.slots.Load()) })
-	gauge("leases_awaiting_commit", "Leases whose fetch is over, waiting for their links' frontier commit.", func() float64 { return float64(st.busy.Load() - st.slots.Load()) })
+	gauge("fetches_in_flight", "Fetch slots fetching (robots, fetch, archive, parse), not waiting for their links' commit.", func() float64 { return float64(st.slots.Load()) })
+	gauge("leases_awaiting_commit", "Fetch slots whose fetch is over, waiting for the group commit of their links and extract job.", func() float64 { return float64(st.busy.Load() - st.slots.Load()) })
 	gauge("extract_backlog", "Pages waiting for text extraction.", func() float64 { return float64(n.stage.Backlog()) })
 	gauge("crawl_rate_pages_per_second", "Responses recorded per second over the last minute.", func() float64 { return n.rate.perSecond() })
 	gauge("fetching_paused", "1 while fetching is paused (low disk space).", func() float64 {

@@ -409,10 +409,10 @@ func (n *Node) Run(ctx context.Context) error {
 	fetchCtx, abortFetches := context.WithCancel(context.Background())
 	defer abortFetches()
 
-	// Fetch slots hand each lease with its discovered links to the committers, which add the
-	// links of many pages in one frontier commit and then record the leases: a slot never
-	// waits for the frontier's serialized write, and the bounded channel is the back-pressure
-	// when the disk falls behind.
+	// Fetch slots hand each lease with its discovered links and extract job to the
+	// committers, which write many pages' links and jobs in one commit each, record the
+	// leases and release the slots (a group commit): slots wait for one batched write instead
+	// of queueing behind one write per page; a slow disk still slows them (back-pressure).
 	commits := make(chan pendingDone, commitQueue(n.cfg.Concurrency))
 	var cwg sync.WaitGroup
 	for i := 0; i < committers; i++ {
