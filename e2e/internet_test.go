@@ -708,6 +708,9 @@ func benchInternet(b *testing.B, conc int, runFor time.Duration) {
 	if p := os.Getenv("INTERNET_BENCH_CPUPROFILE"); p != "" {
 		args = append(args, "--cpuprofile", p+"."+strconv.Itoa(conc))
 	}
+	if p := os.Getenv("INTERNET_BENCH_MEMPROFILE"); p != "" {
+		args = append(args, "--memprofile", p+"."+strconv.Itoa(conc))
+	}
 	start := time.Now()
 	c := startCrawler(b, args...)
 	pid := c.cmd.Process.Pid

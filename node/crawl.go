@@ -45,13 +45,13 @@ type workerState struct {
 	finished time.Time
 }
 
-// pendingDone is a lease whose outcome waits for its links to be committed.
+// pendingDone is a lease whose links and extract job wait for the group commit.
 type pendingDone struct {
 	l     *frontier.Lease
 	o     frontier.Outcome
 	links []frontier.Candidate
 	job   *corpus.Job
-	ack   chan<- struct{} // signalled once the lease is recorded
+	ack   chan<- struct{} // signalled once links and job are committed
 }
 
 // committers is the number of goroutines committing links and recording leases. The
@@ -67,8 +67,8 @@ const maxCommitBatch = 256
 func commitQueue(concurrency int) int { return min(max(concurrency, 64), 4096) }
 
 // committer is a group commit: it adds the links of many leases in one frontier.Add and
-// their extract jobs in one Enqueue, then records each lease (frontier.Done) and acks its
-// slot, so that a URL leaves its queue only once what it discovered is durable. A slot waits
+// their extract jobs in one Enqueue, then acks the slots, which record their leases
+// (frontier.Done), so that a URL leaves its queue only once what it discovered is durable. A slot waits
 // for one batched commit instead of queueing behind one commit per page, and no lease is
 // held beyond the fetch slots (a kill -9 re-issues at most --concurrency URLs). It returns
 // when in is closed and drained.
@@ -99,11 +99,9 @@ func (n *Node) committer(ctx context.Context, in <-chan pendingDone) {
 		}
 		n.route1(links)
 		n.enqueueJobs(ctx, jobs)
+		// The slots record their leases themselves, concurrently: Badger merges concurrent
+		// commits, a loop here would serialize them.
 		for i := range batch {
-			if err := n.front.Done(batch[i].l, batch[i].o); err != nil {
-				n.log.Error("record outcome", "url", batch[i].l.URL, "err", err)
-			}
-			n.stats.busy.Add(-1)
 			batch[i].ack <- struct{}{}
 			batch[i] = pendingDone{}
 		}
@@ -142,7 +140,11 @@ func (n *Node) worker(leaseCtx, fetchCtx context.Context, stop func(), commits c
 			continue
 		}
 		commits <- pendingDone{l: l, o: o, links: ws.links, job: ws.job, ack: ack}
-		<-ack
+		<-ack // the links and the job are durable: the lease may be recorded
+		if err := n.front.Done(l, o); err != nil {
+			n.log.Error("record outcome", "url", l.URL, "err", err)
+		}
+		n.stats.busy.Add(-1)
 	}
 }
 
