@@ -69,6 +69,9 @@
 //     and timeouts (temporary, so the URL is retried) for NegativeTTL. The
 //     stdlib resolver, used without DNSServers, reports no TTL, so DNSCacheTTL
 //     is its TTL. A is asked first, AAAA only when a name has no A record.
+//     Every request consults the cache (not only a new connection), so a name
+//     whose TTL ran out is asked again while its connection stays alive, and a
+//     kept-alive connection to an address the name no longer has is closed.
 //     Client.DNSStats counts lookups, hits, shared and sent queries. Failures are
 //     cached for NegativeTTL; a lookup cut short by its caller is not
 //     cached. When the cache is full, expired entries go first, then an

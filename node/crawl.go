@@ -7,9 +7,10 @@ package node
 //	  -> disallowed? record Drop
 //	  -> fetch (fasthttp, limits)
 //	  -> WARC record written (response, or revisit for a payload seen before)
-//	  -> redirect target / links / sitemap URLs -> frontier.Add
-//	  -> HTML page -> extract stage backlog (durable)
-//	  -> frontier.Done (the URL leaves its queue only now)
+//	  -> redirect target / links / sitemap URLs, HTML page's extract job: kept by the slot
+//	  -> committer (group commit of many slots): frontier.Add of all links, one extract
+//	     Enqueue of all jobs (durable), then the slots are released
+//	  -> frontier.Done by the slot (the URL leaves its queue only now)
 
 import (
 	"context"
