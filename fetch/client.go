@@ -106,17 +106,28 @@ func New(cfg Config) (*Client, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if cfg.Resolver == nil {
+		dc, err := NewDNSClient(DNSClientConfig{Servers: cfg.DNSServers, Timeout: cfg.DNSTimeout})
+		if err != nil {
+			return nil, err
+		}
+		cfg.Resolver = dc
+	}
 	c := &Client{
 		cfg:     cfg,
 		resolve: newResolveTable(cfg.Resolve),
 		dns:     newDNSCache(cfg.Resolver, cfg.DNSCacheTTL, cfg.NegativeTTL, cfg.DNSCacheSize, cfg.Now),
 		hosts:   make(map[hostKey]*hostEntry),
 	}
+	c.dns.tempTTL = cfg.TempFailTTL
 	c.SetUserAgent(cfg.UserAgent)
 	c.readers.New = func() any { return bufio.NewReaderSize(nil, 8<<10) }
 	c.scratch.New = func() any { b := make([]byte, 0, 4<<10); return &b }
 	return c, nil
 }
+
+// DNSStats returns the DNS cache's counters.
+func (c *Client) DNSStats() DNSStats { return c.dns.stats() }
 
 // SetUserAgent changes the User-Agent of requests sent from now on.
 func (c *Client) SetUserAgent(ua string) {
@@ -244,6 +255,17 @@ func (c *Client) do(ctx context.Context, req Request, maxBody int, detectKind bo
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
+	// Every request consults the DNS cache, not only new connections: an answer
+	// whose TTL ran out is asked again, and a kept-alive connection to an address
+	// the name no longer has is not reused.
+	addrs, err := c.resolveFor(ctx, t)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctxErr(req.URL, ctx.Err())
+		}
+		return nil, wrapErr(req.URL, err)
+	}
+	moved := false
 
 	for attempt := 0; ; attempt++ {
 		acquireStart := time.Now()
@@ -260,6 +282,12 @@ func (c *Client) do(ctx context.Context, req Request, maxBody int, detectKind bo
 		}
 		reused := cc.CreatedTime().Before(acquireStart)
 		conn := cc.Conn()
+		if reused && !moved && len(addrs) > 0 && !hasAddr(addrs, conn.RemoteAddr()) {
+			moved = true // the name moved: dial afresh, once
+			h.hc.CloseConn(cc)
+			attempt--
+			continue
+		}
 		stop := noStop
 		if ctx.Done() != nil {
 			stop = context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
@@ -387,6 +415,42 @@ func (c *Client) sweepLocked() {
 	}
 }
 
+// resolveFor looks the target's host up in the DNS cache unless a --resolve
+// rule or an IP literal decides where to connect (then it returns nil).
+func (c *Client) resolveFor(ctx context.Context, t target) ([]netip.Addr, error) {
+	if _, ok := c.resolve.lookup(t.host, t.port); ok {
+		return nil, nil
+	}
+	if _, err := netip.ParseAddr(t.host); err == nil {
+		return nil, nil
+	}
+	lctx, cancel := context.WithTimeout(ctx, c.cfg.ConnectTimeout)
+	defer cancel()
+	addrs, err := c.dns.lookup(lctx, t.host)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrDNS, err)
+	}
+	return addrs, nil
+}
+
+func hasAddr(addrs []netip.Addr, ra net.Addr) bool {
+	a, ok := ra.(*net.TCPAddr)
+	if !ok {
+		return true
+	}
+	ip, ok := netip.AddrFromSlice(a.IP)
+	if !ok {
+		return true
+	}
+	ip = ip.Unmap()
+	for _, x := range addrs {
+		if x.Unmap() == ip {
+			return true
+		}
+	}
+	return false
+}
+
 // dial connects to addr ("host:port" of the URL): a --resolve rule first,
 // then IP literals, then the DNS cache, trying each address in turn.
 func (c *Client) dial(addr string, timeout time.Duration) (net.Conn, error) {
@@ -414,7 +478,7 @@ func (c *Client) dial(addr string, timeout time.Duration) (net.Conn, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	ips, err := c.dns.lookup(ctx, host)
+	ips, err := c.dns.dialLookup(ctx, host)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrDNS, err)
 	}

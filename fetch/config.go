@@ -64,12 +64,25 @@ type Config struct {
 	// TTL used when the Resolver reports none (the stdlib resolver never
 	// does). Default 5m.
 	DNSCacheTTL time.Duration
-	// NegativeTTL is how long a failed lookup is cached. Default 30s.
+	// NegativeTTL is how long a failed lookup is cached (NXDOMAIN: at most
+	// this, less when the zone's SOA says so). Default 30s.
 	NegativeTTL time.Duration
+	// TempFailTTL is how long a temporary failure (SERVFAIL, REFUSED, no
+	// answer) is cached, at most NegativeTTL: short, because the next try may
+	// succeed and every URL of the host waits on it, long enough that a host's
+	// queued URLs do not each send a query. Default 5s.
+	TempFailTTL time.Duration
 	// DNSCacheSize bounds the number of cached names. Default 100000.
 	DNSCacheSize int
-	// Resolver answers DNS lookups. Default: the stdlib resolver.
+	// Resolver answers DNS lookups. Default: a DNSClient asking DNSServers
+	// when they are set (TTLs honoured), else the stdlib resolver (no TTLs).
 	Resolver Resolver
+	// DNSServers are the DNS servers ("ip" or "ip:port") asked directly,
+	// bypassing the system resolver (--dns). Empty: the system resolver.
+	DNSServers []string
+	// DNSTimeout bounds one query to one DNS server; each name gets two
+	// rounds over DNSServers. Default 2s. Only used with DNSServers.
+	DNSTimeout time.Duration
 
 	// TLSConfig is cloned for https connections (ServerName is set to the
 	// URL's host for SNI and verification). Default: system roots.
@@ -138,10 +151,16 @@ func (c *Config) setDefaults() {
 	if c.NegativeTTL == 0 {
 		c.NegativeTTL = 30 * time.Second
 	}
+	if c.TempFailTTL == 0 {
+		c.TempFailTTL = 5 * time.Second
+	}
 	if c.DNSCacheSize == 0 {
 		c.DNSCacheSize = 100000
 	}
-	if c.Resolver == nil {
+	if c.DNSTimeout == 0 {
+		c.DNSTimeout = 2 * time.Second
+	}
+	if c.Resolver == nil && len(c.DNSServers) == 0 {
 		c.Resolver = StdResolver{}
 	}
 	if c.Now == nil {
@@ -162,8 +181,13 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: MaxHeaderSize %d < 256", ErrConfig, c.MaxHeaderSize)
 	case c.MaxConnsPerHost < 0:
 		return fmt.Errorf("%w: negative MaxConnsPerHost", ErrConfig)
-	case c.DNSCacheTTL < 0, c.NegativeTTL < 0, c.DNSCacheSize < 0, c.MaxIdleConnDuration < 0:
+	case c.DNSCacheTTL < 0, c.NegativeTTL < 0, c.TempFailTTL < 0, c.DNSCacheSize < 0, c.MaxIdleConnDuration < 0:
 		return fmt.Errorf("%w: negative DNS cache or idle setting", ErrConfig)
+	}
+	for _, s := range c.DNSServers {
+		if _, err := ParseDNSServer(s); err != nil {
+			return err
+		}
 	}
 	for _, r := range c.Resolve {
 		if _, err := ParseResolve(r.Pattern + "=" + r.Addr); err != nil {

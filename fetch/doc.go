@@ -62,8 +62,17 @@
 //     closed before the response was complete (short body, EOF in headers),
 //     "protocol" for malformed HTTP, "too_large_header", "tls", "canceled",
 //     "bad_url".
-//   - DNS: the stdlib resolver reports no TTL, so DNSCacheTTL is the TTL;
-//     a Resolver that knows TTLs is capped at DNSCacheTTL. Failures are
+//   - DNS: with DNSServers (--dns) a DNSClient (miekg/dns) asks those servers
+//     directly and the cache keeps each answer for its own TTL (the smallest
+//     in the CNAME chain), capped at DNSCacheTTL; NXDOMAIN and NODATA for the
+//     SOA's negative TTL (RFC 2308), capped at NegativeTTL; SERVFAIL, REFUSED
+//     and timeouts (temporary, so the URL is retried) for NegativeTTL. The
+//     stdlib resolver, used without DNSServers, reports no TTL, so DNSCacheTTL
+//     is its TTL. A is asked first, AAAA only when a name has no A record.
+//     Every request consults the cache (not only a new connection), so a name
+//     whose TTL ran out is asked again while its connection stays alive, and a
+//     kept-alive connection to an address the name no longer has is closed.
+//     Client.DNSStats counts lookups, hits, shared and sent queries. Failures are
 //     cached for NegativeTTL; a lookup cut short by its caller is not
 //     cached. When the cache is full, expired entries go first, then an
 //     arbitrary eighth (map order): cheaper than LRU, and a dropped name

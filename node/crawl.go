@@ -7,9 +7,10 @@ package node
 //	  -> disallowed? record Drop
 //	  -> fetch (fasthttp, limits)
 //	  -> WARC record written (response, or revisit for a payload seen before)
-//	  -> redirect target / links / sitemap URLs -> frontier.Add
-//	  -> HTML page -> extract stage backlog (durable)
-//	  -> frontier.Done (the URL leaves its queue only now)
+//	  -> redirect target / links / sitemap URLs, HTML page's extract job: kept by the slot
+//	  -> committer (group commit of many slots): frontier.Add of all links, one extract
+//	     Enqueue of all jobs (durable), then the slots are released
+//	  -> frontier.Done by the slot (the URL leaves its queue only now)
 
 import (
 	"context"
@@ -33,13 +34,84 @@ import (
 type workerState struct {
 	page  extract.Page
 	cands []frontier.Candidate
+	// links are the URLs this lease discovered (redirect target, page links, sitemap
+	// entries), in scope; the committer adds them before it records the lease.
+	links []frontier.Candidate
+	// job is the page's extract-stage job, queued by the committer; nil when none.
+	job *corpus.Job
 	// finished is when the host's last response (or failure) of this lease ended: the
 	// host's delay runs from there (frontier.Outcome.Finished).
 	finished time.Time
 }
 
-func (n *Node) worker(leaseCtx, fetchCtx context.Context, stop func()) {
+// pendingDone is a lease whose links and extract job wait for the group commit.
+type pendingDone struct {
+	l     *frontier.Lease
+	o     frontier.Outcome
+	links []frontier.Candidate
+	job   *corpus.Job
+	ack   chan<- struct{} // signalled once links and job are committed
+}
+
+// committers is the number of goroutines committing links and recording leases. The
+// frontier serializes its seen-set writes, so more would only queue there; two let one
+// batch's reads overlap the other's commit.
+const committers = 2
+
+// maxCommitBatch bounds the leases whose links go into one frontier.Add.
+const maxCommitBatch = 256
+
+// commitQueue is the hand-off channel's capacity. Each slot has at most one lease in it
+// (it waits for the ack), so this only bounds how many slots queue without blocking.
+func commitQueue(concurrency int) int { return min(max(concurrency, 64), 4096) }
+
+// committer is a group commit: it adds the links of many leases in one frontier.Add and
+// their extract jobs in one Enqueue, then acks the slots, which record their leases
+// (frontier.Done), so that a URL leaves its queue only once what it discovered is durable. A slot waits
+// for one batched commit instead of queueing behind one commit per page, and no lease is
+// held beyond the fetch slots (a kill -9 re-issues at most --concurrency URLs). It returns
+// when in is closed and drained.
+func (n *Node) committer(ctx context.Context, in <-chan pendingDone) {
+	batch := make([]pendingDone, 0, maxCommitBatch)
+	var links []frontier.Candidate
+	var jobs []corpus.Job
+	for first := range in {
+		batch = append(batch[:0], first)
+	fill:
+		for len(batch) < maxCommitBatch {
+			select {
+			case p, ok := <-in:
+				if !ok {
+					break fill
+				}
+				batch = append(batch, p)
+			default:
+				break fill
+			}
+		}
+		links, jobs = links[:0], jobs[:0]
+		for _, p := range batch {
+			links = append(links, p.links...)
+			if p.job != nil {
+				jobs = append(jobs, *p.job)
+			}
+		}
+		n.route1(links)
+		n.enqueueJobs(ctx, jobs)
+		// The slots record their leases themselves, concurrently: Badger merges concurrent
+		// commits, a loop here would serialize them.
+		for i := range batch {
+			batch[i].ack <- struct{}{}
+			batch[i] = pendingDone{}
+		}
+		clear(links)
+		clear(jobs)
+	}
+}
+
+func (n *Node) worker(leaseCtx, fetchCtx context.Context, stop func(), commits chan<- pendingDone) {
 	var ws workerState
+	ack := make(chan struct{}, 1)
 	for {
 		if n.cfg.MaxPages > 0 && n.stats.fetched.Load() >= n.cfg.MaxPages {
 			stop()
@@ -53,14 +125,32 @@ func (n *Node) worker(leaseCtx, fetchCtx context.Context, stop func()) {
 			return
 		}
 		n.stats.busy.Add(1)
+		n.stats.slots.Add(1)
 		ws.finished = time.Time{}
+		ws.links, ws.job = nil, nil
 		o := n.handle(fetchCtx, l, &ws)
 		o.Finished = ws.finished
+		n.stats.slots.Add(-1)
+		if len(ws.links) == 0 && ws.job == nil {
+			if err := n.front.Done(l, o); err != nil {
+				n.log.Error("record outcome", "url", l.URL, "err", err)
+			}
+			n.stats.busy.Add(-1)
+			continue
+		}
+		commits <- pendingDone{l: l, o: o, links: ws.links, job: ws.job, ack: ack}
+		<-ack // the links and the job are durable: the lease may be recorded
 		if err := n.front.Done(l, o); err != nil {
 			n.log.Error("record outcome", "url", l.URL, "err", err)
 		}
 		n.stats.busy.Add(-1)
 	}
+}
+
+// keep keeps in-scope links for the committer (cands is scratch space; it is copied).
+func (ws *workerState) keep(n *Node, cands []frontier.Candidate) {
+	cands = n.inScopeOnly(cands)
+	ws.links = append(ws.links, cands...)
 }
 
 // handle does one lease's work and returns the outcome to record.
@@ -162,7 +252,7 @@ func (n *Node) handle(ctx context.Context, l *frontier.Lease, ws *workerState) f
 		n.stats.redirects.Add(1)
 		if resp.Location != "" && l.Hops < n.cfg.MaxRedirects {
 			if target, err := urlnorm.Canonicalize(resp.Location); err == nil {
-				n.enqueue([]frontier.Candidate{{URL: target, Host: urlnorm.HostKey(target), Depth: l.Depth, Hops: l.Hops + 1, From: l.URL, Priority: l.Priority}})
+				ws.keep(n, []frontier.Candidate{{URL: target, Host: urlnorm.HostKey(target), Depth: l.Depth, Hops: l.Hops + 1, From: l.URL, Priority: l.Priority}})
 			}
 		}
 		return out
@@ -191,7 +281,7 @@ func (n *Node) processHTML(ctx context.Context, l *frontier.Lease, resp *fetch.R
 		ws.page.Resolve(l.URL, func(canonical string, _ extract.Link) {
 			ws.cands = append(ws.cands, frontier.Candidate{URL: canonical, Host: urlnorm.HostKey(canonical), Depth: depth, From: l.URL, Priority: l.Priority})
 		})
-		n.enqueue(ws.cands)
+		ws.keep(n, ws.cands)
 	}
 	if n.cfg.NoExtract {
 		return
@@ -214,19 +304,26 @@ func (n *Node) processHTML(ctx context.Context, l *frontier.Lease, resp *fetch.R
 			job.TDMPolicy = policy
 		}
 	}
-	// Back-pressure: when the extract backlog is full, the fetch slot waits for room.
-	for {
-		err := n.stage.Enqueue(job)
+	// The committer queues it for the extract stage, batched with other pages' jobs.
+	ws.job = &job
+}
+
+// enqueueJobs queues pages for the extract stage in one write. Back-pressure: when the
+// extract backlog is full, the committer (and so, through the full hand-off channel, the
+// fetch slots) waits for room.
+func (n *Node) enqueueJobs(ctx context.Context, jobs []corpus.Job) {
+	for len(jobs) > 0 {
+		err := n.stage.Enqueue(jobs...)
 		if err == nil {
 			return
 		}
 		if !errors.Is(err, corpus.ErrBacklogFull) {
-			n.log.Error("queue page for extraction", "url", l.URL, "err", err)
+			n.log.Error("queue pages for extraction", "n", len(jobs), "url", jobs[0].URL, "err", err)
 			return
 		}
 		select {
 		case <-ctx.Done():
-			n.log.Warn("extract backlog full at shutdown; page stays in WARC only", "url", l.URL)
+			n.log.Warn("extract backlog full at shutdown; pages stay in WARC only", "n", len(jobs), "url", jobs[0].URL)
 			return
 		case <-time.After(100 * time.Millisecond):
 		}
@@ -244,12 +341,17 @@ func (n *Node) processSitemap(l *frontier.Lease, resp *fetch.Response, ws *worke
 	if err != nil {
 		n.log.Debug("sitemap parse", "url", l.URL, "err", err)
 	}
-	n.enqueue(ws.cands)
+	ws.keep(n, ws.cands)
 }
 
 // enqueue routes discovered URLs that are in scope. On a single node every host is local.
 // It filters cands in place.
 func (n *Node) enqueue(cands []frontier.Candidate) {
+	n.route1(n.inScopeOnly(cands))
+}
+
+// inScopeOnly filters cands in place to the URLs in scope.
+func (n *Node) inScopeOnly(cands []frontier.Candidate) []frontier.Candidate {
 	if n.scope.rules.Load().filtering() {
 		kept := cands[:0]
 		for _, c := range cands {
@@ -259,6 +361,11 @@ func (n *Node) enqueue(cands []frontier.Candidate) {
 		}
 		cands = kept
 	}
+	return cands
+}
+
+// route1 routes in-scope candidates, logging a failure.
+func (n *Node) route1(cands []frontier.Candidate) {
 	if len(cands) == 0 {
 		return
 	}

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/crawlnode/crawlnode/fetch"
 	"github.com/crawlnode/crawlnode/frontier"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -86,6 +87,14 @@ func newMetrics(n *Node) *metrics {
 	gauge("bloom_filter_fill_ratio", "Share of the Bloom filter's bits set.", func() float64 { return fstats().BloomFill })
 	counter("bloom_confirms_total", "Bloom filter 'maybe seen' answers confirmed against the exact seen keys.", nil, func() float64 { return float64(fstats().BloomChecks) })
 	counter("bloom_false_positives_total", "Confirms where the exact seen keys said 'new' (a Bloom false positive).", nil, func() float64 { return float64(fstats().BloomFalsePositives) })
+	dstats := func() fetch.DNSStats { return n.client.DNSStats() }
+	counter("dns_lookups_total", "Host names looked up in the DNS cache (one per new connection).", nil, func() float64 { return float64(dstats().Lookups) })
+	counter("dns_cache_hits_total", "DNS lookups answered from the cache (positive or negative).", nil, func() float64 { return float64(dstats().Hits) })
+	counter("dns_queries_total", "DNS queries sent to the resolver (cache misses; concurrent ones collapsed).", nil, func() float64 { return float64(dstats().Queries) })
+	counter("dns_failures_total", "DNS queries that failed (NXDOMAIN, SERVFAIL, timeout).", nil, func() float64 { return float64(dstats().Failures) })
+	gauge("dns_cache_names", "Names in the DNS cache.", func() float64 { return float64(dstats().Size) })
+	gauge("fetches_in_flight", "Fetch slots fetching (robots, fetch, archive, parse), not waiting for their links' commit.", func() float64 { return float64(st.slots.Load()) })
+	gauge("leases_awaiting_commit", "Fetch slots whose fetch is over, waiting for the group commit of their links and extract job.", func() float64 { return float64(st.busy.Load() - st.slots.Load()) })
 	gauge("extract_backlog", "Pages waiting for text extraction.", func() float64 { return float64(n.stage.Backlog()) })
 	gauge("crawl_rate_pages_per_second", "Responses recorded per second over the last minute.", func() float64 { return n.rate.perSecond() })
 	gauge("fetching_paused", "1 while fetching is paused (low disk space).", func() float64 {

@@ -50,6 +50,13 @@ type Config struct {
 	UserAgent string
 	// Resolve overrides where connections for matching hosts go.
 	Resolve []fetch.ResolveRule
+	// DNSServers ("ip" or "ip:port") are asked directly for host addresses, with the
+	// answers' TTLs honoured by the fetch layer's cache (--dns). Empty: the system resolver,
+	// whose answers carry no TTL and are cached DNSCacheTTL.
+	DNSServers []string
+	// DNSCacheTTL caps how long a DNS answer is cached (and is the TTL of the system
+	// resolver's answers). Default 5m.
+	DNSCacheTTL time.Duration
 	// FetchTimeout bounds one request, body included. Default 30s.
 	FetchTimeout time.Duration
 	// MaxBodySize cuts bodies (recorded as truncated). Default 10 MiB.
@@ -296,7 +303,12 @@ func New(cfg Config) (*Node, error) {
 		Timeout:     cfg.FetchTimeout,
 		MaxBodySize: cfg.MaxBodySize,
 		Resolve:     cfg.Resolve,
-		Now:         cfg.Now,
+		DNSServers:  cfg.DNSServers,
+		DNSCacheTTL: cfg.DNSCacheTTL,
+		// One connection per allowed request in flight: a host sees no more sockets
+		// than requests, and keep-alive reuses them.
+		MaxConnsPerHost: cfg.PerHost,
+		Now:             cfg.Now,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("fetch client: %w", err)
@@ -415,12 +427,22 @@ func (n *Node) Run(ctx context.Context) error {
 	fetchCtx, abortFetches := context.WithCancel(context.Background())
 	defer abortFetches()
 
+	// Fetch slots hand each lease with its discovered links and extract job to the
+	// committers, which write many pages' links and jobs in one commit each, record the
+	// leases and release the slots (a group commit): slots wait for one batched write instead
+	// of queueing behind one write per page; a slow disk still slows them (back-pressure).
+	commits := make(chan pendingDone, commitQueue(n.cfg.Concurrency))
+	var cwg sync.WaitGroup
+	for i := 0; i < committers; i++ {
+		cwg.Add(1)
+		go func() { defer cwg.Done(); n.committer(fetchCtx, commits) }()
+	}
 	var wg sync.WaitGroup
 	for i := 0; i < n.cfg.Concurrency; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			n.worker(leaseCtx, fetchCtx, stopLeasing)
+			n.worker(leaseCtx, fetchCtx, stopLeasing, commits)
 		}()
 	}
 	var bg sync.WaitGroup
@@ -462,7 +484,12 @@ func (n *Node) Run(ctx context.Context) error {
 	// Let fetches in flight finish (they are recorded); abort what is still running after
 	// the grace: an aborted fetch is requeued, not lost.
 	waited := make(chan struct{})
-	go func() { wg.Wait(); close(waited) }()
+	go func() {
+		wg.Wait()
+		close(commits) // every slot has handed off its last lease
+		cwg.Wait()
+		close(waited)
+	}()
 	select {
 	case <-waited:
 	case <-time.After(3 * time.Second):
@@ -649,7 +676,8 @@ type counters struct {
 	fetchErr   atomic.Int64 // transport errors
 	robotsDeny atomic.Int64
 	robotsReq  atomic.Int64
-	busy       atomic.Int64 // workers between Next and Done
+	busy       atomic.Int64 // leases between Next and Done (in a fetch slot or waiting for their links' commit)
+	slots      atomic.Int64 // fetch slots busy with a lease (robots, fetch, archive, parse)
 	bytes      atomic.Int64
 
 	classMu sync.Mutex

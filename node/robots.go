@@ -106,7 +106,7 @@ func (n *Node) robotsFor(ctx context.Context, scheme, hostKey string, l *frontie
 			cands = append(cands, frontier.Candidate{URL: c, Host: urlnorm.HostKey(c), Depth: 1, From: key + "/robots.txt"})
 		}
 	}
-	n.enqueue(cands)
+	ws.keep(n, cands)
 	// The slot was spent on robots.txt: the URL goes back, unattempted.
 	return nil, frontier.Outcome{Kind: frontier.Requeue}, false
 }

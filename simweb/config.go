@@ -143,6 +143,35 @@ type Config struct {
 	// tdm-reservation on some pages; the first also serves /.well-known/tdmrep.json. Default 5.
 	OptOutHosts int
 
+	// --- the internet regime (see latency.go) ---
+
+	// LatencyMedian switches on per-host latency: each host gets a median first-byte latency
+	// drawn from a log-normal distribution with this median and shape LatencyHostSigma, capped
+	// at LatencyMax; each request then waits the host's median times a log-normal factor of
+	// shape LatencyRequestSigma (median 1). 0: every answer comes at once (loopback speed).
+	LatencyMedian time.Duration
+	// LatencyHostSigma is the spread of host medians (log-normal shape). Default 0.8: a
+	// quarter of hosts above 1.7x the median, 1% above 6x.
+	LatencyHostSigma float64
+	// LatencyRequestSigma is the spread of one host's requests around its median. Default 0.5.
+	LatencyRequestSigma float64
+	// LatencyMax caps one request's first-byte latency. Default 30s.
+	LatencyMax time.Duration
+	// TransferRateMedian is the median per-host transfer rate in bytes/s (log-normal, shape
+	// 1); a body takes len/rate after its first 16 KiB. 0: unlimited.
+	TransferRateMedian int64
+	// TimeoutHosts accept connections and read requests but never answer, robots.txt
+	// included (= disallow all), until the client gives up or TimeoutHang passes; then the
+	// connection is closed. Their robots variant is exclusive. Default 0.
+	TimeoutHosts int
+	// TimeoutHang bounds how long a timeout host holds a request. Default 2m.
+	TimeoutHang time.Duration
+	// ConnLimitHosts serve one connection at a time: a request for such a host on a second
+	// connection while another connection that carried its requests is still open is refused
+	// (the connection is closed, logged with status 0 and counted in Report.ConnRefused).
+	// Works when the Web serves through Start. Default 0.
+	ConnLimitHosts int
+
 	// Clock stamps the request log and Retry-After windows. Default time.Now.
 	Clock func() time.Time
 	// Logger receives server errors. Default slog.Default().
@@ -166,6 +195,24 @@ func DefaultConfig() Config {
 		HugeHosts: 2, HugeBodyBytes: 50 << 20,
 		BinaryHosts: 20, EncodingHosts: 20, MalformedHosts: 10, BaseHrefHosts: 20,
 		LinkVariety: true, TrackingParams: true, NofollowHosts: 10, OptOutHosts: 5,
+	}
+}
+
+// InternetConfig is the internet-regime profile: hosts that answer after ~300 ms (median;
+// log-normal per host and per request, a tail past 5 s), at ~1 MB/s, 2% of hosts that never
+// answer, 2% that refuse a second connection; small plain pages (no traps, mirrors, huge or
+// trickled bodies), so the crawl is bound by latency, not by bytes or CPU. Hosts can be many
+// thousands; pages per host default to 30.
+func InternetConfig(hosts int) Config {
+	return Config{
+		Seed: 1, Hosts: hosts, Suffix: "sim.test",
+		MeanPages: 30, MaxPages: 400, CrossHostLinks: 2, RandomLinks: 3,
+		MinWords: 150, MaxWords: 1500,
+		RobotsRulesHosts: hosts / 20, RobotsGroupsHosts: hosts / 100, Robots4xxHosts: hosts / 100,
+		SitemapHosts: hosts / 20, RedirectHosts: hosts / 50, ErrorHosts: hosts / 50,
+		EncodingHosts: hosts / 5, NearDupHosts: hosts / 50, NearDupEditRate: 0.02,
+		LatencyMedian: 300 * time.Millisecond, TransferRateMedian: 1 << 20,
+		TimeoutHosts: hosts / 50, ConnLimitHosts: hosts / 50,
 	}
 }
 
@@ -193,6 +240,18 @@ func (c Config) withDefaults() Config {
 	if c.CrawlDelayMaxPages == 0 {
 		c.CrawlDelayMaxPages = 15
 	}
+	if c.LatencyHostSigma == 0 {
+		c.LatencyHostSigma = 0.8
+	}
+	if c.LatencyRequestSigma == 0 {
+		c.LatencyRequestSigma = 0.5
+	}
+	if c.LatencyMax == 0 {
+		c.LatencyMax = 30 * time.Second
+	}
+	if c.TimeoutHang == 0 {
+		c.TimeoutHang = 2 * time.Minute
+	}
 	if c.Clock == nil {
 		c.Clock = time.Now
 	}
@@ -216,10 +275,13 @@ func (c Config) Validate() error {
 		return bad("words %d..%d: need 50 <= min <= max", c.MinWords, c.MaxWords)
 	case c.NearDupEditRate < 0 || c.NearDupEditRate > 0.5:
 		return bad("near-dup edit rate %v not in [0,0.5]", c.NearDupEditRate)
-	case c.CrawlDelay < 0 || c.SlowFirstByte < 0 || c.TrickleDuration < 0 || c.RetryAfter < 0:
+	case c.CrawlDelay < 0 || c.SlowFirstByte < 0 || c.TrickleDuration < 0 || c.RetryAfter < 0 ||
+		c.LatencyMedian < 0 || c.LatencyMax < 0 || c.TimeoutHang < 0 || c.TransferRateMedian < 0:
 		return bad("durations must not be negative")
 	case c.HugeBodyBytes < 0 || c.CrossHostLinks < 0 || c.RandomLinks < 0:
 		return bad("sizes and link counts must not be negative")
+	case c.LatencyHostSigma < 0 || c.LatencyRequestSigma < 0 || c.LatencyHostSigma > 3 || c.LatencyRequestSigma > 3:
+		return bad("latency sigmas %v, %v not in [0,3]", c.LatencyHostSigma, c.LatencyRequestSigma)
 	case strings.ContainsAny(c.Suffix, "/:@ "):
 		return bad("suffix %q is not a domain", c.Suffix)
 	}
@@ -232,6 +294,7 @@ func (c Config) Validate() error {
 		"redirect": c.RedirectHosts, "error": c.ErrorHosts, "retry-after": c.RetryAfterHosts, "slow": c.SlowHosts,
 		"trickle": c.TrickleHosts, "huge": c.HugeHosts, "binary": c.BinaryHosts, "encoding": c.EncodingHosts,
 		"malformed": c.MalformedHosts, "base href": c.BaseHrefHosts, "nofollow": c.NofollowHosts, "opt-out": c.OptOutHosts,
+		"timeout": c.TimeoutHosts, "conn limit": c.ConnLimitHosts,
 	} {
 		if v < 0 {
 			return bad("%s hosts %d is negative", name, v)

@@ -11,7 +11,11 @@
 //   - log every request (arrival, finish, host, path, status, bytes, user agent);
 //   - compute the must-reach set and report coverage, duplicate fetches, robots and
 //     politeness violations, trap requests and ignored Retry-After (Report, /_simweb/report);
-//   - expose ground truth (Page, ExactDuplicateGroups, NearDuplicateGroups, Hosts).
+//   - expose ground truth (Page, ExactDuplicateGroups, NearDuplicateGroups, Hosts);
+//   - the internet regime (latency.go): per-host log-normal first-byte latency and transfer
+//     rate, hosts that never answer, hosts that serve one connection at a time, more
+//     listeners (Listen) so DNS can spread hosts over loopback addresses, and the server-side
+//     in-flight series (InFlight) throughput is judged by.
 //
 // Independence: simweb imports none of the crawler's packages. It implements
 // docs/CANONICAL_URLS.md (Canonicalize) and RFC 9309 (parseRobots) on its own, so a bug in
@@ -35,6 +39,12 @@
 //     which is the conservative choice (the oracle never expects deeper than a crawler goes).
 //   - Politeness checks apply Tolerance to in-flight overlap as well (a request finishing
 //     within Tolerance of the next arrival is not counted as concurrent).
+//   - Latency is drawn per (host) and per (host, canonical URL, n-th request), so a retry of a
+//     URL that timed out waits a fresh draw, and the same web always waits the same.
+//   - A timeout host's robots.txt never answers, so the oracle treats it like an unreachable
+//     robots.txt: whole host disallowed, nothing on it is must-reach.
+//   - A one-connection host is held by the connection that last carried its requests until
+//     that connection closes; a request on another connection meanwhile is dropped unanswered.
 //   - Requests for pages reachable only through nofollow are reported (NofollowOnlyFetched) but
 //     are not violations; nofollow is a hint.
 package simweb

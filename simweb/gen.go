@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // robotsKind is a host's robots.txt variant.
@@ -21,9 +22,10 @@ const (
 	robots4xx                           // 403: allow all
 	robotsRedirect                      // 301 -> 302 -> file
 	robotsOversize                      // ~600 KiB; rules past 500 KiB ignored
+	robotsTimeout                       // the host never answers anything: disallow all
 )
 
-var robotsKindNames = [...]string{"none(404)", "simple", "rules", "groups", "crawl-delay", "5xx", "unreachable", "4xx(403)", "redirect", "oversize"}
+var robotsKindNames = [...]string{"none(404)", "simple", "rules", "groups", "crawl-delay", "5xx", "unreachable", "4xx(403)", "redirect", "oversize", "timeout"}
 
 func (k robotsKind) String() string { return robotsKindNames[k] }
 
@@ -51,6 +53,7 @@ const (
 	fSlow
 	fTrickle
 	fHuge
+	fConnLimit
 )
 
 var featureNames = map[feature]string{
@@ -59,6 +62,7 @@ var featureNames = map[feature]string{
 	fNofollow: "nofollow", fOptOut: "opt-out", fTDMRep: "tdmrep", fNearDup: "near-dup",
 	fCalendar: "trap:calendar", fSession: "trap:session", fDeep: "trap:deep", fFacets: "trap:facets",
 	fSubdomains: "trap:subdomain", fSlow: "slow", fTrickle: "trickle", fHuge: "huge",
+	fConnLimit: "conn-limit",
 }
 
 // Trap kinds as reported in Report.TrapRequests.
@@ -88,9 +92,11 @@ type host struct {
 	robots     robotsKind
 	sitemap    int // 0 none, 1 plain /sitemap.xml, 2 index (+gzip child)
 	feat       feature
-	site       string // site name, from content host
-	brotli     bool   // encoding hosts: prefer br when offered
-	robotsBody []byte // nil for kinds without a body
+	site       string        // site name, from content host
+	brotli     bool          // encoding hosts: prefer br when offered
+	robotsBody []byte        // nil for kinds without a body
+	latency    time.Duration // median first-byte latency (0: answer at once)
+	rate       int64         // transfer rate, bytes/s (0: unlimited)
 }
 
 func (h *host) has(f feature) bool { return h.feat&f != 0 }
@@ -133,7 +139,8 @@ func (w *Web) generate() {
 		k robotsKind
 		n int
 	}{
-		{robots5xx, c.Robots5xxHosts}, {robotsUnreachable, c.RobotsUnreachableHosts}, {robotsDelay, c.CrawlDelayHosts},
+		{robots5xx, c.Robots5xxHosts}, {robotsUnreachable, c.RobotsUnreachableHosts}, {robotsTimeout, c.TimeoutHosts},
+		{robotsDelay, c.CrawlDelayHosts},
 		{robotsRedirect, c.RobotsRedirectHosts}, {robotsOversize, c.RobotsOversizeHosts}, {robots4xx, c.Robots4xxHosts},
 		{robotsGroups, c.RobotsGroupsHosts}, {robotsRules, c.RobotsRulesHosts},
 	} {
@@ -158,7 +165,7 @@ func (w *Web) generate() {
 	eligible := make([]*host, 0, H)
 	for _, i := range perm {
 		h := w.hosts[i]
-		if h.robots != robots5xx && h.robots != robotsUnreachable && !mirrors[i] {
+		if h.robots != robots5xx && h.robots != robotsUnreachable && h.robots != robotsTimeout && !mirrors[i] {
 			eligible = append(eligible, h)
 		}
 	}
@@ -198,6 +205,7 @@ func (w *Web) generate() {
 	assign(fSlow, c.SlowHosts)
 	assign(fTrickle, c.TrickleHosts)
 	assign(fHuge, c.HugeHosts)
+	assign(fConnLimit, c.ConnLimitHosts)
 	assign(fRetryAfter, c.RetryAfterHosts)
 	if c.OptOutHosts > 0 {
 		eligible[q%len(eligible)].feat |= fTDMRep
@@ -236,6 +244,7 @@ func (w *Web) generate() {
 		h.site = title(wordAt(cr), wordAt(cr))
 		h.brotli = h.idx%2 == 0
 		h.robotsBody = w.robotsBody(h)
+		h.latency, h.rate = w.hostLatency(h)
 	}
 }
 

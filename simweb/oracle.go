@@ -67,6 +67,10 @@ type Report struct {
 	RetryAfterIgnored int      `json:"retry_after_ignored"`
 	RetryAfterSamples []string `json:"retry_after_samples,omitempty"`
 
+	// ConnRefused counts requests refused because they came on a second connection to a
+	// ConnLimit host (one connection at a time).
+	ConnRefused int `json:"conn_refused"`
+
 	NofollowOnlyFetched int            `json:"nofollow_only_fetched"` // requests for pages linked only via nofollow
 	StatusClasses       map[string]int `json:"status_classes"`
 	BytesServed         int64          `json:"bytes_served"`
@@ -213,6 +217,9 @@ func (w *Web) Report(o ReportOptions) Report {
 	for i, r := range recs {
 		rep.BytesServed += r.Bytes
 		rep.StatusClasses[fmt.Sprintf("%dxx", r.Status/100)]++
+		if r.Refused {
+			rep.ConnRefused++
+		}
 		byHost[r.Host] = append(byHost[r.Host], i)
 		if r.Trap != "" {
 			rep.TrapRequests[r.Trap]++
@@ -388,7 +395,7 @@ func (w *Web) Page(u string) (PageInfo, bool) {
 			pi.Status = 403
 		case robots5xx:
 			pi.Status = 500 + 3*(rs.h.idx%2)
-		case robotsUnreachable:
+		case robotsUnreachable, robotsTimeout:
 			pi.Status = 0
 		}
 		if rs.sub > 0 {

@@ -182,7 +182,7 @@ func (w *Web) policy(h *host, sub int, token string) robotsPolicy {
 	switch h.robots {
 	case robotsNone, robots4xx:
 		return robotsPolicy{}
-	case robots5xx, robotsUnreachable:
+	case robots5xx, robotsUnreachable, robotsTimeout:
 		return robotsPolicy{disallowAll: true}
 	}
 	return parseRobots(h.robotsBody).policyFor(token)

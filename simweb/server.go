@@ -1,6 +1,7 @@
 package simweb
 
 import (
+	"bufio"
 	"bytes"
 	"compress/gzip"
 	"context"
@@ -31,6 +32,18 @@ type RequestRecord struct {
 	Trap         string        `json:"trap,omitempty"`        // trap kind, "" outside traps
 	RobotsFile   bool          `json:"robots_file,omitempty"` // /robots.txt or its redirect chain
 	TrapHost     string        `json:"-"`                     // parent host of a trap request
+	Refused      bool          `json:"refused,omitempty"`     // second connection to a ConnLimit host
+}
+
+// dropConn closes the request's connection without an answer.
+func dropConn(rw http.ResponseWriter) {
+	if hj, ok := rw.(http.Hijacker); ok {
+		if c, _, err := hj.Hijack(); err == nil {
+			c.Close()
+			return
+		}
+	}
+	panic(http.ErrAbortHandler)
 }
 
 // Web is one generated web: its server, its request log and its oracle.
@@ -41,6 +54,11 @@ type Web struct {
 	mu   sync.Mutex
 	log  []RequestRecord
 	hits map[string]int // requests per canonical URL (first-time 503/429 behaviour)
+
+	connMu   sync.Mutex
+	connOf   map[net.Conn]*connInfo
+	hostConn map[string]*connInfo // ConnLimit host -> the connection holding it
+	refused  int                  // requests refused for a second connection (under mu)
 
 	cacheMu sync.Mutex
 	mrCache map[string]*mustReachSet
@@ -58,7 +76,8 @@ func New(cfg Config) (*Web, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	w := &Web{cfg: cfg, hits: map[string]int{}, mrCache: map[string]*mustReachSet{}, done: make(chan struct{})}
+	w := &Web{cfg: cfg, hits: map[string]int{}, mrCache: map[string]*mustReachSet{}, done: make(chan struct{}),
+		connOf: map[net.Conn]*connInfo{}, hostConn: map[string]*connInfo{}}
 	w.generate()
 	return w, nil
 }
@@ -98,7 +117,32 @@ func (w *Web) Start(addr string) (string, error) {
 		return "", err
 	}
 	w.srv = &http.Server{Handler: w.Handler(), ReadHeaderTimeout: 30 * time.Second, MaxHeaderBytes: 64 << 10,
-		ErrorLog: nil}
+		ErrorLog: nil, ConnContext: w.connContext, ConnState: w.connState}
+	w.serveLocked(ln)
+	return ln.Addr().String(), nil
+}
+
+// Listen serves the same web on one more address (after Start), e.g. 127.0.0.2:80 and
+// 127.0.0.3:80 so that DNS can spread hosts over loopback addresses as the internet spreads
+// them over machines.
+func (w *Web) Listen(addr string) (string, error) {
+	w.srvMu.Lock()
+	defer w.srvMu.Unlock()
+	if w.closed {
+		return "", ErrClosed
+	}
+	if w.srv == nil {
+		return "", errors.New("simweb: Listen before Start")
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", err
+	}
+	w.serveLocked(ln)
+	return ln.Addr().String(), nil
+}
+
+func (w *Web) serveLocked(ln net.Listener) {
 	w.serveWG.Add(1)
 	go func() {
 		defer w.serveWG.Done()
@@ -106,7 +150,6 @@ func (w *Web) Start(addr string) (string, error) {
 			w.cfg.Logger.Error("serve failed", "component", "simweb", "err", err)
 		}
 	}()
-	return ln.Addr().String(), nil
 }
 
 func (w *Web) stopHandlers() {
@@ -184,6 +227,13 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
+func (c *countingWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	if hj, ok := c.ResponseWriter.(http.Hijacker); ok {
+		return hj.Hijack()
+	}
+	return nil, nil, http.ErrNotSupported
+}
+
 func (c *countingWriter) Flush() {
 	if f, ok := c.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
@@ -222,10 +272,30 @@ func (w *Web) serveHTTP(rw http.ResponseWriter, r *http.Request) {
 	}
 	w.mu.Lock()
 	w.hits[rec.CanonicalURL]++
-	first := w.hits[rec.CanonicalURL] == 1
+	nth := w.hits[rec.CanonicalURL]
 	w.mu.Unlock()
 	cw := &countingWriter{ResponseWriter: rw}
-	rec.RetryAfter = w.serve(cw, r, rs, first)
+	switch {
+	case !w.claimConn(r, rs.h):
+		// A second connection to a host that serves one at a time: refused.
+		w.mu.Lock()
+		w.refused++
+		w.mu.Unlock()
+		rec.Refused = true
+		dropConn(cw)
+	case rs.h != nil && rs.h.robots == robotsTimeout:
+		// Never answers: hold the request until the client gives up, then drop it.
+		w.sleep(r.Context(), w.cfg.TimeoutHang)
+		dropConn(cw)
+	case !w.sleep(r.Context(), w.requestLatency(rs.h, rec.CanonicalURL, nth)):
+		// The client gave up during the first-byte wait: nothing was sent.
+	default:
+		var out flushWriter = cw
+		if rs.h != nil && rs.h.rate > 0 {
+			out = &pacedWriter{countingWriter: cw, ctx: r.Context(), w: w, rate: rs.h.rate}
+		}
+		rec.RetryAfter = w.serve(out, r, rs, nth == 1)
+	}
 	rec.Status, rec.Bytes = cw.status, cw.n
 	rec.Finish = w.cfg.Clock()
 	w.mu.Lock()
@@ -280,7 +350,14 @@ func (w *Web) write(rw http.ResponseWriter, r *http.Request, h *host, status int
 const htmlType = "text/html; charset=utf-8"
 
 // serve answers one routed request; it returns the Retry-After it sent.
-func (w *Web) serve(rw *countingWriter, r *http.Request, rs res, first bool) time.Duration {
+// flushWriter is a ResponseWriter that can flush and hijack (countingWriter, pacedWriter).
+type flushWriter interface {
+	http.ResponseWriter
+	http.Flusher
+	http.Hijacker
+}
+
+func (w *Web) serve(rw flushWriter, r *http.Request, rs res, first bool) time.Duration {
 	h := rs.h
 	hd := rw.Header()
 	redirect := func(code int, loc string) {
@@ -305,13 +382,8 @@ func (w *Web) serve(rw *countingWriter, r *http.Request, rs res, first bool) tim
 		case robots5xx:
 			w.write(rw, r, nil, 500+3*(h.idx%2), "text/plain", []byte("server error\n"))
 		case robotsUnreachable:
-			if hj, ok := rw.ResponseWriter.(http.Hijacker); ok {
-				if c, _, err := hj.Hijack(); err == nil {
-					c.Close()
-					return 0
-				}
-			}
-			panic(http.ErrAbortHandler)
+			dropConn(rw)
+			return 0
 		case robotsRedirect:
 			_, p := splitURL("http://x" + rs.pathq)
 			switch p {

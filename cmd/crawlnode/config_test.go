@@ -87,3 +87,16 @@ func TestSampleConfig(t *testing.T) {
 		t.Errorf("the sample config differs from the defaults:\n%+v\n%+v", a, b)
 	}
 }
+
+func TestConfigDNS(t *testing.T) {
+	f := newCrawlFlags("crawl")
+	if err := f.parse([]string{"--seed", "http://a.test/", "--dns", "127.0.0.1:5353,127.0.0.2", "--dns", "::1", "--dns-cache-ttl", "90s"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(f.cfg.DNSServers, " "); got != "127.0.0.1:5353 127.0.0.2 ::1" || f.cfg.DNSCacheTTL != 90*time.Second {
+		t.Errorf("dns servers %q ttl %v", got, f.cfg.DNSCacheTTL)
+	}
+	if err := newCrawlFlags("crawl").parse([]string{"--seed", "http://a.test/", "--dns", "dns.example:53"}); err == nil || !strings.Contains(err.Error(), "--dns") {
+		t.Errorf("a DNS server by name: err %v, want a --dns usage error", err)
+	}
+}

@@ -46,6 +46,7 @@ type crawlFlags struct {
 	seeds       listFlag
 	seedsFile   string
 	resolve     listFlag
+	dns         listFlag
 	logLevel    string
 	logFormat   string
 	robotsRetry time.Duration
@@ -81,6 +82,8 @@ func newCrawlFlags(name string) *crawlFlags {
 	fs.Var(&f.include, "include", "follow only links whose URL matches this regular expression (repeatable)")
 	fs.Var(&f.exclude, "exclude", "never follow links whose URL matches this regular expression (repeatable)")
 	fs.Var(&f.resolve, "resolve", "HOST=ADDR: connect to ADDR for HOST (exact name or *.suffix); repeatable")
+	fs.Var(&f.dns, "dns", "DNS server IP[:PORT] asked directly, answers cached for their TTL (repeatable or comma-separated; default: the system resolver)")
+	fs.DurationVar(&c.DNSCacheTTL, "dns-cache-ttl", 5*time.Minute, "longest time a DNS answer is cached")
 	fs.DurationVar(&c.FetchTimeout, "timeout", 30*time.Second, "timeout for one request, body included")
 	fs.IntVar(&c.MaxBodySize, "max-body", 10<<20, "bodies are cut at this many bytes (recorded as truncated)")
 	fs.DurationVar(&f.robotsRetry, "robots-retry", 10*time.Second, "first wait after a 5xx/unreachable robots.txt (doubles; host parked after 5 tries)")
@@ -128,6 +131,7 @@ func (f *crawlFlags) parse(args []string) error {
 	if err := applyEnv(f.fs); err != nil {
 		return err
 	}
+	f.dns.replace = true
 	f.seeds.replace, f.resolve.replace, f.include.replace, f.exclude.replace, f.join.replace = true, true, true, true, true
 	if err := f.fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -215,6 +219,17 @@ func (f *crawlFlags) parse(args []string) error {
 			return usageError{fmt.Sprintf("--resolve %q: %v", r, err)}
 		}
 		c.Resolve = append(c.Resolve, rule)
+	}
+	for _, v := range f.dns.vals {
+		for _, d := range strings.Split(v, ",") {
+			if d = strings.TrimSpace(d); d == "" {
+				continue
+			}
+			if _, err := fetch.ParseDNSServer(d); err != nil {
+				return usageError{fmt.Sprintf("--dns %q: %v", d, err)}
+			}
+			c.DNSServers = append(c.DNSServers, d)
+		}
 	}
 	seeds := append([]string(nil), f.seeds.vals...)
 	if f.seedsFile != "" {

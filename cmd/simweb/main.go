@@ -80,6 +80,13 @@ func run(args []string) error {
 	fs.BoolVar(&c.TrackingParams, "tracking-params", c.TrackingParams, "utm_*, fbclid, sid, ;jsessionid= on links")
 	fs.IntVar(&c.NofollowHosts, "nofollow-hosts", c.NofollowHosts, "hosts with meta robots nofollow / rel=nofollow")
 	fs.IntVar(&c.OptOutHosts, "opt-out-hosts", c.OptOutHosts, "hosts with X-Robots-Tag, tdm-reservation, noai (first: tdmrep.json)")
+	fs.DurationVar(&c.LatencyMedian, "latency-median", c.LatencyMedian, "median first-byte latency of hosts (log-normal per host and request; 0: instant)")
+	fs.Float64Var(&c.LatencyHostSigma, "latency-host-sigma", 0.8, "spread of host medians (log-normal shape)")
+	fs.Float64Var(&c.LatencyRequestSigma, "latency-request-sigma", 0.5, "spread of one host's requests (log-normal shape)")
+	fs.DurationVar(&c.LatencyMax, "latency-max", 30*time.Second, "cap on one request's first-byte latency")
+	fs.Int64Var(&c.TransferRateMedian, "transfer-rate", c.TransferRateMedian, "median per-host transfer rate, bytes/s (0: unlimited)")
+	fs.IntVar(&c.TimeoutHosts, "timeout-hosts", c.TimeoutHosts, "hosts that never answer, robots.txt included (disallow all)")
+	fs.IntVar(&c.ConnLimitHosts, "conn-limit-hosts", c.ConnLimitHosts, "hosts refusing a second connection while one is open")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
