@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 )
@@ -143,6 +144,15 @@ type Config struct {
 	// tdm-reservation on some pages; the first also serves /.well-known/tdmrep.json. Default 5.
 	OptOutHosts int
 
+	// --- change over time (continuous crawling) ---
+
+	// ChangeIntervals, when set, make the home and article pages change: each page gets
+	// one of these intervals (chosen from the page, about evenly), 0 meaning "never
+	// changes". Such pages carry ETag and Last-Modified, answer conditional requests with
+	// 304, show their revision in the body, and sitemaps give their lastmod and changefreq.
+	// Freshness judges a crawl of them. Default none (no page ever changes).
+	ChangeIntervals []time.Duration
+
 	// Clock stamps the request log and Retry-After windows. Default time.Now.
 	Clock func() time.Time
 	// Logger receives server errors. Default slog.Default().
@@ -218,6 +228,8 @@ func (c Config) Validate() error {
 		return bad("near-dup edit rate %v not in [0,0.5]", c.NearDupEditRate)
 	case c.CrawlDelay < 0 || c.SlowFirstByte < 0 || c.TrickleDuration < 0 || c.RetryAfter < 0:
 		return bad("durations must not be negative")
+	case slices.ContainsFunc(c.ChangeIntervals, func(d time.Duration) bool { return d < 0 || (d > 0 && d < time.Second) }):
+		return bad("change intervals must be 0 (never) or at least 1s")
 	case c.HugeBodyBytes < 0 || c.CrossHostLinks < 0 || c.RandomLinks < 0:
 		return bad("sizes and link counts must not be negative")
 	case strings.ContainsAny(c.Suffix, "/:@ "):

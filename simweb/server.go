@@ -31,6 +31,11 @@ type RequestRecord struct {
 	Trap         string        `json:"trap,omitempty"`        // trap kind, "" outside traps
 	RobotsFile   bool          `json:"robots_file,omitempty"` // /robots.txt or its redirect chain
 	TrapHost     string        `json:"-"`                     // parent host of a trap request
+	// Version is the version of a changing page (Config.ChangeIntervals) that the answer
+	// carried (200) or confirmed (304); -1 for every other resource.
+	Version int `json:"version"`
+	// Conditional: the request had If-None-Match or If-Modified-Since.
+	Conditional bool `json:"conditional,omitempty"`
 }
 
 // Web is one generated web: its server, its request log and its oracle.
@@ -44,6 +49,9 @@ type Web struct {
 
 	cacheMu sync.Mutex
 	mrCache map[string]*mustReachSet
+	prCache map[string]map[string]float64
+
+	epoch time.Time // page versions count from here (Config.ChangeIntervals)
 
 	srvMu   sync.Mutex
 	srv     *http.Server
@@ -58,7 +66,8 @@ func New(cfg Config) (*Web, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	w := &Web{cfg: cfg, hits: map[string]int{}, mrCache: map[string]*mustReachSet{}, done: make(chan struct{})}
+	w := &Web{cfg: cfg, hits: map[string]int{}, mrCache: map[string]*mustReachSet{}, prCache: map[string]map[string]float64{},
+		done: make(chan struct{}), epoch: cfg.Clock()}
 	w.generate()
 	return w, nil
 }
@@ -216,7 +225,8 @@ func (w *Web) serveHTTP(rw http.ResponseWriter, r *http.Request) {
 	pq := CanonicalPathQuery(escPath, rawQ)
 	rs := w.route(hostname, pq)
 	rec := RequestRecord{Arrival: arrival, Host: hostname, Path: escPath, RawQuery: rawQ,
-		CanonicalURL: "http://" + hostname + pq, UserAgent: r.UserAgent(), Trap: rs.trap, RobotsFile: rs.isRobotsFile()}
+		CanonicalURL: "http://" + hostname + pq, UserAgent: r.UserAgent(), Trap: rs.trap, RobotsFile: rs.isRobotsFile(),
+		Version: -1, Conditional: r.Header.Get("If-None-Match") != "" || r.Header.Get("If-Modified-Since") != ""}
 	if rs.h != nil {
 		rec.TrapHost = rs.h.name
 	}
@@ -225,7 +235,7 @@ func (w *Web) serveHTTP(rw http.ResponseWriter, r *http.Request) {
 	first := w.hits[rec.CanonicalURL] == 1
 	w.mu.Unlock()
 	cw := &countingWriter{ResponseWriter: rw}
-	rec.RetryAfter = w.serve(cw, r, rs, first)
+	rec.RetryAfter = w.serve(cw, r, rs, first, arrival, &rec.Version)
 	rec.Status, rec.Bytes = cw.status, cw.n
 	rec.Finish = w.cfg.Clock()
 	w.mu.Lock()
@@ -280,7 +290,7 @@ func (w *Web) write(rw http.ResponseWriter, r *http.Request, h *host, status int
 const htmlType = "text/html; charset=utf-8"
 
 // serve answers one routed request; it returns the Retry-After it sent.
-func (w *Web) serve(rw *countingWriter, r *http.Request, rs res, first bool) time.Duration {
+func (w *Web) serve(rw *countingWriter, r *http.Request, rs res, first bool, now time.Time, version *int) time.Duration {
 	h := rs.h
 	hd := rw.Header()
 	redirect := func(code int, loc string) {
@@ -410,6 +420,18 @@ func (w *Web) serve(rw *countingWriter, r *http.Request, rs res, first bool) tim
 		}
 		if d.tdmHeader {
 			hd.Set("tdm-reservation", "1")
+		}
+		if len(w.cfg.ChangeIntervals) > 0 && (rs.kind == kHome || rs.kind == kArticle) {
+			v, begin := w.versionAt(d.url, w.changeInterval(rs), now)
+			etag := etagOf(d.url, v)
+			hd.Set("ETag", etag)
+			hd.Set("Last-Modified", begin.UTC().Format(http.TimeFormat))
+			*version = v
+			if notModified(r, etag, begin) {
+				rw.WriteHeader(http.StatusNotModified)
+				return 0
+			}
+			d.revision = v
 		}
 		w.write(rw, r, h, 200, htmlType, w.renderHTML(d))
 	}

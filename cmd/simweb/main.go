@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -80,8 +81,19 @@ func run(args []string) error {
 	fs.BoolVar(&c.TrackingParams, "tracking-params", c.TrackingParams, "utm_*, fbclid, sid, ;jsessionid= on links")
 	fs.IntVar(&c.NofollowHosts, "nofollow-hosts", c.NofollowHosts, "hosts with meta robots nofollow / rel=nofollow")
 	fs.IntVar(&c.OptOutHosts, "opt-out-hosts", c.OptOutHosts, "hosts with X-Robots-Tag, tdm-reservation, noai (first: tdmrep.json)")
+	changes := fs.String("change-intervals", "", "comma-separated change intervals of pages (0 = never), e.g. 0,5s,20s: pages then change, answer conditional GETs, and /_simweb/freshness judges a continuous crawl")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	for _, s := range strings.Split(*changes, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			return fmt.Errorf("--change-intervals: %v", err)
+		}
+		c.ChangeIntervals = append(c.ChangeIntervals, d)
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("component", "simweb")
 	c.Logger = log
