@@ -181,6 +181,8 @@ type Frontier struct {
 	db      *badger.DB
 	limits  atomic.Pointer[trapLimits] // replaced whole by SetLimits
 	recrawl atomic.Pointer[Recrawl]    // replaced whole by SetRecrawl
+	histMu  sync.Mutex
+	histAvg float64 // moving average of the OPIC history of fetched URLs (relativeImportance)
 	log     *slog.Logger
 
 	addMu   sync.Mutex // serializes Add's confirm-then-write of the seen set
@@ -1157,8 +1159,11 @@ func (f *Frontier) movePartition(p uint16, now, floor int64) (int64, error) {
 				break
 			}
 			if prioOfKey(qk) == bandRevisit {
+				// Revisits wait in the order they came due (depth 0, a new sequence), not
+				// in the order of their depth, so none is starved behind a home page.
+				qk = qKey(p, hn, bandRevisit, 0, f.seq.Add(1))
 				// At most revisitSlots revisits of a host wait in its queue; the rest are
-				// pushed back by the host's pace (its delay over the revisit share).
+				// pushed back by the host's pace (one delay per place in the line).
 				f.mu.Lock()
 				waitingRev := perHost[hn]
 				if h := f.hosts[hn]; h != nil {
@@ -1169,7 +1174,7 @@ func (f *Frontier) movePartition(p uint16, now, floor int64) (int64, error) {
 				perHost[hn]++
 				if waitingRev >= f.revisitSlots() {
 					_, _, seq, _ := parseRKey(rk)
-					nd := now + int64(float64(step*int64(waitingRev-f.revisitSlots()+1))/f.recrawl.Load().withDefaults().Share)
+					nd := now + step*int64(waitingRev-f.revisitSlots()+1)
 					if err = txn.Set(rKey(p, nd, seq), v); err != nil {
 						break
 					}
@@ -1271,7 +1276,7 @@ func (f *Frontier) Done(l *Lease, o Outcome) error {
 			// Schedule the next visit: same host queue, revisit band, a new sequence.
 			nr := qrec{URL: rec.URL, From: rec.From, Depth: rec.Depth, Priority: rec.Priority, History: rec.History}
 			nr.Val = Observe(rec.Val, o.Version, now)
-			iv := NextInterval(*rc, nr.Val, rec.History)
+			iv := NextInterval(*rc, nr.Val, f.relativeImportance(rec.History))
 			nr.Val.Interval = int64(iv)
 			due = now.Add(iv).UnixNano()
 			qk := qKey(l.part, l.Host, bandRevisit, rec.Depth, f.seq.Add(1))

@@ -82,6 +82,9 @@ type Version struct {
 	NotModified        bool   // the server answered 304 to the conditional request
 }
 
+// visitsPerChange is how many visits per expected change NextInterval aims at.
+const visitsPerChange = 4
+
 // maxVisits is where the change counts are halved.
 const maxVisits = 16
 
@@ -141,11 +144,14 @@ func ChangeRate(v Validators) (perSecond float64, ok bool) {
 //
 //   - first fetch: the sitemap's hint if any, else the geometric mean of Min and Max;
 //   - no change seen yet: twice the last interval (unchanged pages back off);
-//   - else half the mean time between changes, 1/(2r), so a page is visited about twice
-//     per change it makes;
+//   - else a quarter of the mean time between changes, 1/(4r), so a page is visited about
+//     four times per change it makes (a copy is then stale for an eighth of the time on
+//     average); while every visit saw a change, at most half the last
+//     interval (the estimate is blind to changes hidden inside one interval);
 //
-// then divided by the importance factor (OPIC history to the power 1/4, within 0.5..2:
-// pages with more importance come sooner), and held within [Min, Max].
+// then divided by the importance factor (relative importance, 1 = an average page, to the
+// power 1/4, within 0.5..2: pages with more importance come sooner; 0 = unknown, no
+// factor), and held within [Min, Max].
 func NextInterval(c Recrawl, v Validators, importance float64) time.Duration {
 	c = c.withDefaults()
 	var d float64
@@ -158,13 +164,36 @@ func NextInterval(c Recrawl, v Validators, importance float64) time.Duration {
 	} else if v.Changes == 0 {
 		d = 2 * float64(max(v.Interval, int64(c.Min)))
 	} else {
-		d = 0.5 / rate * float64(time.Second)
+		d = 1 / (visitsPerChange * rate) * float64(time.Second)
+		if v.Changes >= v.Visits && v.Interval > 0 {
+			// Every visit saw a change: the estimate cannot tell how many changes each
+			// interval hid, so halve the interval at least until a visit finds the page
+			// as it was.
+			d = min(d, float64(v.Interval)/2)
+		}
 	}
 	if importance > 0 {
 		d /= min(2, max(0.5, math.Pow(importance, 0.25)))
 	}
 	d = min(max(d, float64(c.Min)), float64(c.Max))
 	return time.Duration(d)
+}
+
+// relativeImportance is a URL's OPIC history over the moving average of the histories of
+// the URLs fetched so far (1 = an average page; 0 when there is no cash, e.g.
+// breadth-first order), for NextInterval.
+func (f *Frontier) relativeImportance(history float64) float64 {
+	if !(history > 0) {
+		return 0
+	}
+	f.histMu.Lock()
+	defer f.histMu.Unlock()
+	if f.histAvg == 0 {
+		f.histAvg = history
+	} else {
+		f.histAvg += (history - f.histAvg) / 256
+	}
+	return history / f.histAvg
 }
 
 // revisitSlots is how many revisits of one host may wait in its queue at once; the

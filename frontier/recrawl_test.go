@@ -21,13 +21,15 @@ func TestChangeRateAndNextInterval(t *testing.T) {
 		{"hint below the minimum", Validators{Hint: int64(s)}, 0, 2 * s},
 		{"no change seen: back off to twice the last interval", Validators{Visits: 3, Observed: int64(30 * s), Interval: int64(10 * s)}, 0, 20 * s},
 		{"no change, capped at the maximum", Validators{Visits: 3, Observed: int64(120 * s), Interval: int64(40 * s)}, 0, 64 * s},
-		// n=4, x=4, mean 10s: r = ln(9)/10 = 0.2197/s -> 1/(2r) = 2.276s
-		{"changes every visit", Validators{Visits: 4, Changes: 4, Observed: int64(40 * s), Interval: int64(10 * s)}, 0, 2276 * time.Millisecond},
-		// n=4, x=1, mean 10s: r = -ln(3.5/4.5)/10 = 0.02513 -> 19.9s
-		{"one change in four", Validators{Visits: 4, Changes: 1, Observed: int64(40 * s), Interval: int64(10 * s)}, 0, 19896 * time.Millisecond},
-		{"important pages come sooner (factor 2 at most)", Validators{Visits: 4, Changes: 1, Observed: int64(40 * s)}, 256, 9948 * time.Millisecond},
-		{"unimportant pages later (factor 0.5 at most)", Validators{Visits: 4, Changes: 1, Observed: int64(40 * s)}, 1.0 / 256, 39792 * time.Millisecond},
-		{"fixed interval: Min == Max", Validators{Visits: 4, Changes: 4, Observed: int64(40 * s)}, 0, 2276 * time.Millisecond},
+		// n=4, x=4, mean 20s: r = ln(9)/20 = 0.1099/s -> 1/(4r) = 2.276s
+		{"changes every visit", Validators{Visits: 4, Changes: 4, Observed: int64(80 * s), Interval: int64(20 * s)}, 0, 2276 * time.Millisecond},
+		{"changes every visit: at most half the last interval", Validators{Visits: 4, Changes: 4, Observed: int64(80 * s), Interval: int64(4 * s)}, 0, 2 * s},
+		{"changes every visit, held at the minimum", Validators{Visits: 4, Changes: 4, Observed: int64(40 * s), Interval: int64(10 * s)}, 0, 2 * s},
+		// n=4, x=1, mean 10s: r = -ln(3.5/4.5)/10 = 0.02513 -> 1/(4r) = 9.948s
+		{"one change in four", Validators{Visits: 4, Changes: 1, Observed: int64(40 * s), Interval: int64(10 * s)}, 0, 9948 * time.Millisecond},
+		{"important pages come sooner (factor 2 at most)", Validators{Visits: 4, Changes: 1, Observed: int64(40 * s)}, 256, 4974 * time.Millisecond},
+		{"unimportant pages later (factor 0.5 at most)", Validators{Visits: 4, Changes: 1, Observed: int64(40 * s)}, 1.0 / 256, 19896 * time.Millisecond},
+		{"an average page: no factor", Validators{Visits: 4, Changes: 1, Observed: int64(40 * s)}, 1, 9948 * time.Millisecond},
 	}
 	cases[0].want = time.Duration(math.Sqrt(float64(2*s) * float64(64*s)))
 	for _, tc := range cases {
