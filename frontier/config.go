@@ -99,9 +99,10 @@ type Config struct {
 	// default. SetRecrawl changes it while running.
 	Recrawl Recrawl
 	// Importance makes OPIC cash given to a URL that is already queued add to its cash
-	// (one Badger read of its seen record, and a rewrite of its queue record, per such
-	// link), so URLs linked from many important pages move up their host's queue. Off, a
-	// URL keeps the cash of the link that admitted it.
+	// (two Badger reads and a rewrite of its queue record per such link, under the
+	// frontier's lock, so Next and Done wait meanwhile), so URLs linked from many
+	// important pages move up their host's queue. Off, a URL keeps the cash of the link
+	// that admitted it. Links without cash (breadth-first order) cost nothing either way.
 	Importance bool
 }
 

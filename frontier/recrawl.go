@@ -82,6 +82,9 @@ type Version struct {
 	NotModified        bool   // the server answered 304 to the conditional request
 }
 
+// backoff multiplies the interval of a page that has not been seen to change yet.
+const backoff = 1.5
+
 // visitsPerChange is how many visits per expected change NextInterval aims at.
 const visitsPerChange = 4
 
@@ -143,7 +146,7 @@ func ChangeRate(v Validators) (perSecond float64, ok bool) {
 // NextInterval is the time until a URL's next visit (pure):
 //
 //   - first fetch: the sitemap's hint if any, else the geometric mean of Min and Max;
-//   - no change seen yet: twice the last interval (unchanged pages back off);
+//   - no change seen yet: 1.5 times the last interval (unchanged pages back off);
 //   - else a quarter of the mean time between changes, 1/(4r), so a page is visited about
 //     four times per change it makes (a copy is then stale for an eighth of the time on
 //     average); while every visit saw a change, at most half the last
@@ -162,7 +165,7 @@ func NextInterval(c Recrawl, v Validators, importance float64) time.Duration {
 			d = math.Sqrt(float64(c.Min) * float64(c.Max))
 		}
 	} else if v.Changes == 0 {
-		d = 2 * float64(max(v.Interval, int64(c.Min)))
+		d = backoff * float64(max(v.Interval, int64(c.Min)))
 	} else {
 		d = 1 / (visitsPerChange * rate) * float64(time.Second)
 		if v.Changes >= v.Visits && v.Interval > 0 {

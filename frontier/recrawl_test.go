@@ -19,8 +19,8 @@ func TestChangeRateAndNextInterval(t *testing.T) {
 		{"first fetch: geometric mean of the bounds", Validators{}, 0, 0}, // set below
 		{"first fetch with a sitemap hint", Validators{Hint: int64(5 * s)}, 0, 5 * s},
 		{"hint below the minimum", Validators{Hint: int64(s)}, 0, 2 * s},
-		{"no change seen: back off to twice the last interval", Validators{Visits: 3, Observed: int64(30 * s), Interval: int64(10 * s)}, 0, 20 * s},
-		{"no change, capped at the maximum", Validators{Visits: 3, Observed: int64(120 * s), Interval: int64(40 * s)}, 0, 64 * s},
+		{"no change seen: back off to 1.5 times the last interval", Validators{Visits: 3, Observed: int64(30 * s), Interval: int64(10 * s)}, 0, 15 * s},
+		{"no change, capped at the maximum", Validators{Visits: 3, Observed: int64(150 * s), Interval: int64(50 * s)}, 0, 64 * s},
 		// n=4, x=4, mean 20s: r = ln(9)/20 = 0.1099/s -> 1/(4r) = 2.276s
 		{"changes every visit", Validators{Visits: 4, Changes: 4, Observed: int64(80 * s), Interval: int64(20 * s)}, 0, 2276 * time.Millisecond},
 		{"changes every visit: at most half the last interval", Validators{Visits: 4, Changes: 4, Observed: int64(80 * s), Interval: int64(4 * s)}, 0, 2 * s},
@@ -108,9 +108,9 @@ func TestRecrawlSchedulesRevisitsWithValidators(t *testing.T) {
 	if l == nil || !l.Revisit || l.Validators.ETag != `"v1"` || l.Validators.Hash != 7 || l.Validators.LastModified == "" {
 		t.Fatalf("revisit lease %+v", l)
 	}
-	// 304: no change; the next interval doubles (56.6s).
+	// 304: no change; the next interval is 1.5 times longer (42.4s).
 	mustDone(t, f, l, Outcome{Kind: Fetched, Status: 304, Version: &Version{NotModified: true}})
-	clk.Advance(56 * time.Second)
+	clk.Advance(42 * time.Second)
 	if l, _ := tryNext(t, f); l != nil {
 		t.Fatalf("unchanged page revisited before its back-off: %s", l.URL)
 	}
