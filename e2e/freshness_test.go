@@ -27,8 +27,8 @@ type recrawlRun struct {
 
 // TestRecrawlFreshness runs two continuous crawls side by side, each on its own copy of a
 // small web whose pages change every 4s, every 16s or never (half of them), under the
-// same politeness (1s between requests to a host, which both schedules saturate: the
-// request budget is the same): one with the adaptive schedule (--recrawl-min 2s
+// same politeness (500ms between requests to a host, which the fixed schedule saturates,
+// so the adaptive one cannot use more requests): one with the adaptive schedule (--recrawl-min 2s
 // --recrawl-max 30s), one with a fixed 2s interval. simweb judges both: the adaptive one
 // must keep markedly more pages fresh for no more requests, neither may revisit a page
 // faster than its minimum interval, and neither may break politeness or robots.txt.
@@ -195,6 +195,70 @@ func TestPriorityPageRank(t *testing.T) {
 	o, b := share["opic"], share["bfs"]
 	if path := os.Getenv("CRAWLNODE_E2E_FIGURES"); path != "" {
 		appendFile(t, path, fmt.Sprintf("pagerank share after 10%%: opic %.3f, bfs %.3f, best %.3f\n", o.Share, b.Share, o.Best))
+	}
+}
+
+// BenchmarkRecrawlFreshness is TestRecrawlFreshness at a larger scale: 12 hosts of about
+// 20 articles whose pages change every 10s, 60s or never (half of them), --delay 250ms,
+// judged over 4 minutes after 40s of discovery; adaptive (--recrawl-min 5s --recrawl-max 5m)
+// against fixed intervals of 5s and 12s (the second spends about the adaptive schedule's
+// requests). It reports the freshness figures and request counts.
+//
+//	go test -run '^$' -bench BenchmarkRecrawlFreshness -benchtime 1x -v ./e2e
+func BenchmarkRecrawlFreshness(b *testing.B) {
+	const (
+		delay  = 250 * time.Millisecond
+		warmup = 40 * time.Second
+		window = 4 * time.Minute
+	)
+	for i := 0; i < b.N; i++ {
+		type run struct {
+			name string
+			min  time.Duration
+			w    *simweb.Web
+			c    *crawler
+			t0   time.Time
+		}
+		var runs []*run
+		for _, sched := range []struct {
+			name     string
+			min, max time.Duration
+		}{{"adaptive", 5 * time.Second, 5 * time.Minute}, {"fixed-5s", 5 * time.Second, 5 * time.Second}, {"fixed-12s", 12 * time.Second, 12 * time.Second}} {
+			cfg := simweb.DefaultConfig()
+			plainWeb(&cfg)
+			cfg.Hosts, cfg.Seed, cfg.MeanPages, cfg.CrossHostLinks = 12, 9, 20, 1
+			cfg.ChangeIntervals = []time.Duration{0, 10 * time.Second, 0, 60 * time.Second}
+			w, err := simweb.New(cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			addr, err := w.Start("127.0.0.1:0")
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer w.Close()
+			dir := b.TempDir()
+			seeds := filepath.Join(dir, "seeds.txt")
+			if err := w.WriteSeeds(seeds); err != nil {
+				b.Fatal(err)
+			}
+			c := startCrawler(b, "--data", filepath.Join(dir, "data"), "--seeds", seeds, "--resolve", "*.sim.test="+addr,
+				"--delay", delay.String(), "--concurrency", "16", "--recrawl", "--recrawl-min", sched.min.String(),
+				"--recrawl-max", sched.max.String(), "--log-level", "warn", "--quiet", "--http", "127.0.0.1:0")
+			runs = append(runs, &run{sched.name, sched.min, w, c, time.Now()})
+		}
+		time.Sleep(warmup + window)
+		end := time.Now()
+		for _, r := range runs {
+			r.c.cmd.Process.Signal(syscall.SIGTERM)
+			r.c.wait(b, time.Minute)
+			fr := r.w.Freshness(r.t0.Add(warmup), end, r.min)
+			rep := r.w.Report(reportOptions(delay))
+			b.Logf("%s: freshness %.3f %v over %d pages; %d requests in the window (%d for changing pages, %d answered 304); revisits under %s: %d; politeness violations %d",
+				r.name, fr.Freshness, fr.ByInterval, fr.Pages, fr.AllRequests, fr.Requests, fr.NotModified, r.min, fr.TooSoon, rep.PolitenessViolations)
+			b.ReportMetric(fr.Freshness, r.name+"-freshness")
+			b.ReportMetric(float64(fr.AllRequests), r.name+"-requests")
+		}
 	}
 }
 
