@@ -1,9 +1,19 @@
 package node
 
 import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/crawlnode/crawlnode/archive"
+	"github.com/crawlnode/crawlnode/fetch"
 	"github.com/crawlnode/crawlnode/frontier"
 )
 
@@ -46,5 +56,85 @@ func TestSplitCash(t *testing.T) {
 	splitCash(cs[:0], 1) // no links: nothing to do
 	if bodyHash(nil) == 0 || bodyHash([]byte("a")) == bodyHash([]byte("b")) {
 		t.Fatal("body hash")
+	}
+}
+
+// TestRevisitUnchangedBody: a server that ignores conditional requests answers every
+// revisit with 200 and the same body. The node must write a WARC revisit record
+// (identical-payload-digest, referring to the URL itself) for each such revisit, send the
+// validators it got, and count the revisits as unchanged.
+func TestRevisitUnchangedBody(t *testing.T) {
+	var mu sync.Mutex
+	var inm []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			http.NotFound(w, r)
+			return
+		}
+		if r.URL.Path == "/.well-known/tdmrep.json" {
+			http.NotFound(w, r)
+			return
+		}
+		mu.Lock()
+		inm = append(inm, r.Header.Get("If-None-Match"))
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/plain")
+		w.Header().Set("ETag", `"v1"`)
+		io.WriteString(w, "the same body every time\n")
+	}))
+	defer srv.Close()
+	rule, err := fetch.ParseResolve("page.test=" + strings.TrimPrefix(srv.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	n, err := New(Config{
+		DataDir: dir, Seeds: []string{"http://page.test/doc.txt"}, ExitWhenDone: true, MaxPages: 4,
+		Delay: 10 * time.Millisecond, DelaySet: true, Concurrency: 2, ExtractWorkers: 1,
+		Recrawl: true, RecrawlMin: 100 * time.Millisecond, RecrawlMax: 200 * time.Millisecond,
+		Resolve: []fetch.ResolveRule{rule}, MinFreeDisk: -1, RobotsRetryBase: 50 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := n.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st := n.Status()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(inm) < 3 || inm[0] != "" || inm[1] != `"v1"` {
+		t.Fatalf("If-None-Match sent: %q", inm)
+	}
+	if st.Revisits < 2 || st.Unchanged != st.Revisits || st.Changed != 0 {
+		t.Fatalf("status %+v", st)
+	}
+	var responses, revisits int
+	files, _ := filepath.Glob(filepath.Join(dir, "warc", "*.warc.gz"))
+	for _, f := range files {
+		err := archive.Scan(f, func(_ int64, r *archive.Record) error {
+			if r.TargetURI != "http://page.test/doc.txt" {
+				return nil
+			}
+			switch r.Type {
+			case "response":
+				responses++
+			case "revisit":
+				if r.Headers["WARC-Refers-To-Target-URI"] != r.TargetURI || !strings.HasSuffix(r.Headers["WARC-Profile"], "/identical-payload-digest") {
+					t.Errorf("revisit record %v", r.Headers)
+				}
+				revisits++
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if responses != 1 || int64(revisits) != st.Unchanged {
+		t.Fatalf("WARC: %d response records, %d revisit records; %d unchanged revisits", responses, revisits, st.Unchanged)
 	}
 }
