@@ -134,6 +134,13 @@ func (s *State) setConfig(c SetConfig) Result {
 		return Result{Err: fmt.Errorf("%w: negative limit", ErrInvalidCommand)}
 	case slices.Contains(next.Include, "") || slices.Contains(next.Exclude, ""):
 		return Result{Err: fmt.Errorf("%w: empty pattern", ErrInvalidCommand)}
+	case next.Recrawl != "" && next.Recrawl != "on" && next.Recrawl != "off":
+		return Result{Err: fmt.Errorf("%w: recrawl %q", ErrInvalidCommand, next.Recrawl)}
+	case next.Priority != "" && next.Priority != "opic" && next.Priority != "bfs":
+		return Result{Err: fmt.Errorf("%w: priority %q", ErrInvalidCommand, next.Priority)}
+	case next.RecrawlMin < 0 || next.RecrawlMax < 0 || next.RevisitShare < 0 || next.RevisitShare > 1 ||
+		(next.RecrawlMin > 0 && next.RecrawlMax > 0 && next.RecrawlMax < next.RecrawlMin):
+		return Result{Err: fmt.Errorf("%w: recrawl bounds", ErrInvalidCommand)}
 	}
 	bd, err := normalizeDomains(next.BlockedDomains)
 	if err != nil {

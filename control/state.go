@@ -32,6 +32,18 @@ type JobConfig struct {
 	Exclude         []string      `json:"exclude"`            // URL patterns that rule a URL out
 	BlockedDomains  []string      `json:"blocked_domains"`
 	Paused          bool          `json:"paused"`
+	// Recrawl is "on" (continuous crawling), "off", or "" (each node's --recrawl).
+	Recrawl string `json:"recrawl,omitempty"`
+	// RecrawlMin and RecrawlMax bound the interval between two visits of a page; 0 = each
+	// node's flag.
+	RecrawlMin time.Duration `json:"recrawl_min,omitempty"`
+	RecrawlMax time.Duration `json:"recrawl_max,omitempty"`
+	// RevisitShare is the share of each host's requests that goes to revisits while it
+	// also has new URLs (0 = each node's flag), in [0,1].
+	RevisitShare float64 `json:"revisit_share,omitempty"`
+	// Priority is the crawl order: "opic" (importance first), "bfs" (breadth first), or
+	// "" (each node's --priority).
+	Priority string `json:"priority,omitempty"`
 	// Version is the number of changes applied so far (0 = never configured). Set by the FSM.
 	Version uint64 `json:"version"`
 	// UpdatedAt is the proposer's clock at the last change (carried in the command).

@@ -20,6 +20,9 @@ type Link struct {
 	Depth    uint16 // link depth from the seed
 	Hops     uint16 // off-site hops
 	Priority uint8  // 0 = highest
+	// Cash is the OPIC cash the link passes on (frontier.Candidate.Cash), so importance
+	// accumulates at the owner whichever node found the link. float32 on the wire.
+	Cash float32
 }
 
 // Clamp16 converts a frontier depth or hop count (int) to a Link field, clamping it to

@@ -21,7 +21,7 @@ import (
 const (
 	famOutbox    = 'o'
 	keyLen       = 1 + 2 + 8
-	entryVersion = 1
+	entryVersion = 2 // 2 added the cash column; entries of version 1 still decode
 	// maxBatchesPerDrain bounds how many batches one drain sends to a peer before it hands
 	// the turn back to the loop (so that a steady stream of Adds cannot keep it forever).
 	maxBatchesPerDrain = 16
@@ -154,12 +154,12 @@ func parseKey(k []byte) (part uint16, seq uint64, ok bool) {
 // encodeEntry encodes a stored entry: a version byte and a link section (see Encode),
 // uncompressed (Badger's own block compression applies).
 func encodeEntry(links []Link) []byte {
-	return appendLinks([]byte{entryVersion}, links)
+	return appendLinks([]byte{entryVersion}, links, true)
 }
 
 // entryCount reads an entry's link count without decoding it.
 func entryCount(v []byte) (int, bool) {
-	if len(v) < 2 || v[0] != entryVersion {
+	if len(v) < 2 || (v[0] != entryVersion && v[0] != 1) {
 		return 0, false
 	}
 	n, k := binary.Uvarint(v[1:])
@@ -177,11 +177,11 @@ const KeyPrefix = famOutbox
 func EntryLinks(v []byte) ([]Link, error) { return decodeEntry(v) }
 
 func decodeEntry(v []byte) ([]Link, error) {
-	if len(v) < 2 || v[0] != entryVersion {
+	if len(v) < 2 || (v[0] != entryVersion && v[0] != 1) {
 		return nil, fmt.Errorf("%w: outbox entry header", ErrCorrupt)
 	}
 	r := reader{b: v[1:]}
-	links := r.links(&linkBudget{links: MaxBatchLinks, urlBytes: MaxBatchURLBytes})
+	links := r.links(&linkBudget{links: MaxBatchLinks, urlBytes: MaxBatchURLBytes}, v[0] >= 2)
 	if r.err == nil && len(r.b) != 0 {
 		r.fail("trailing bytes in outbox entry")
 	}
@@ -606,7 +606,7 @@ func (o *Outbox) buildBatch(ts []target) (*builtBatch, error) {
 }
 
 // dedupLinks sorts links by URL and keeps one link per URL: the one with the best
-// (lowest) priority, then the lowest depth.
+// (lowest) priority, then the lowest depth, carrying the sum of their OPIC cash.
 func dedupLinks(links []Link) []Link {
 	slices.SortStableFunc(links, func(a, b Link) int {
 		if c := cmpURL(a, b); c != 0 {
@@ -617,7 +617,16 @@ func dedupLinks(links []Link) []Link {
 		}
 		return int(a.Depth) - int(b.Depth)
 	})
-	return slices.CompactFunc(links, func(a, b Link) bool { return a.URL == b.URL })
+	out := links[:0]
+	for _, l := range links {
+		if n := len(out); n > 0 && out[n-1].URL == l.URL {
+			out[n-1].Cash += l.Cash
+			continue
+		}
+		out = append(out, l)
+	}
+	clear(links[len(out):])
+	return out
 }
 
 // deliver sends bb to peer, or hands it to Local when peer is Self. It returns the

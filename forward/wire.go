@@ -3,6 +3,7 @@ package forward
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -14,8 +15,9 @@ import (
 
 // Wire limits. Encode refuses what Decode would refuse, so whatever Encode returns decodes.
 const (
-	// WireVersion is the first byte of every encoded batch.
-	WireVersion = 1
+	// WireVersion is the first byte of every encoded batch. Version 2 added the cash
+	// column; Decode still reads version 1 (no cash).
+	WireVersion = 2
 	// MaxBatchLinks is the most links one batch may carry (all partitions together).
 	MaxBatchLinks = 50_000
 	// MaxURLLength is the longest URL a link may have, in bytes.
@@ -89,7 +91,8 @@ var (
 //
 // where a link section holds the links sorted by URL (stable) in columns: uvarint count,
 // the shared-prefix lengths with the previous URL, the suffix lengths, the suffixes, the
-// depths, the hops and the priorities (all numbers uvarints). Columns of small, similar
+// depths, the hops, the priorities and the OPIC cash (float32 bits; all numbers uvarints;
+// version 1 had no cash column). Columns of small, similar
 // numbers compress far better than interleaved records. b is not modified.
 func Encode(b Batch) ([]byte, error) {
 	if len(b.From) > MaxPeerName {
@@ -125,7 +128,7 @@ func Encode(b Batch) ([]byte, error) {
 	for _, p := range b.Partitions {
 		body = binary.BigEndian.AppendUint16(body, p.Partition)
 		body = binary.AppendUvarint(body, p.Epoch)
-		body = appendLinks(body, p.Links)
+		body = appendLinks(body, p.Links, true)
 	}
 	defer func() {
 		if cap(body) <= 4<<20 { // do not keep huge buffers alive in the pool
@@ -155,9 +158,10 @@ func Decode(data []byte) (Batch, error) {
 	if len(data) > MaxWireBytes {
 		return Batch{}, fmt.Errorf("%w: %d bytes on the wire", ErrTooLarge, len(data))
 	}
-	if data[0] != WireVersion {
+	if data[0] != WireVersion && data[0] != 1 {
 		return Batch{}, fmt.Errorf("%w: unknown version %d", ErrCorrupt, data[0])
 	}
+	withCash := data[0] >= 2
 	dec, err := decoderOnce()
 	if err != nil {
 		return Batch{}, fmt.Errorf("forward: zstd decoder: %w", err)
@@ -176,11 +180,11 @@ func Decode(data []byte) (Batch, error) {
 		}
 		return Batch{}, fmt.Errorf("%w: zstd: %v", ErrCorrupt, err)
 	}
-	return decodeBody(body)
+	return decodeBody(body, withCash)
 }
 
 // decodeBody parses a decompressed body.
-func decodeBody(body []byte) (Batch, error) {
+func decodeBody(body []byte, withCash bool) (Batch, error) {
 	r := reader{b: body}
 	var b Batch
 	fromLen := r.uvarint()
@@ -208,7 +212,7 @@ func decodeBody(body []byte) (Batch, error) {
 			return Batch{}, fmt.Errorf("%w: partition %d out of range", ErrCorrupt, p.Partition)
 		}
 		p.Epoch = r.uvarint()
-		p.Links = r.links(&budget)
+		p.Links = r.links(&budget, withCash)
 		if r.err != nil {
 			return Batch{}, r.err
 		}
@@ -244,7 +248,7 @@ func sortedLinks(links []Link) []Link {
 func cmpURL(a, b Link) int { return strings.Compare(a.URL, b.URL) }
 
 // appendLinks appends the link section of links (see Encode). The links must be valid.
-func appendLinks(dst []byte, links []Link) []byte {
+func appendLinks(dst []byte, links []Link, withCash bool) []byte {
 	links = sortedLinks(links)
 	dst = binary.AppendUvarint(dst, uint64(len(links)))
 	prev := ""
@@ -270,6 +274,11 @@ func appendLinks(dst []byte, links []Link) []byte {
 	}
 	for _, l := range links {
 		dst = binary.AppendUvarint(dst, uint64(l.Priority))
+	}
+	if withCash {
+		for _, l := range links {
+			dst = binary.AppendUvarint(dst, uint64(math.Float32bits(l.Cash)))
+		}
 	}
 	return dst
 }
@@ -336,7 +345,7 @@ func (r *reader) bytes(n uint64) []byte {
 }
 
 // links reads a link section (see Encode), charging it to budget.
-func (r *reader) links(budget *linkBudget) []Link {
+func (r *reader) links(budget *linkBudget, withCash bool) []Link {
 	n := r.uvarint()
 	if r.err != nil {
 		return nil
@@ -398,6 +407,15 @@ func (r *reader) links(budget *linkBudget) []Link {
 	}
 	for i := range links {
 		links[i].Priority = uint8(r.small(0xFF, "priority"))
+	}
+	if withCash {
+		for i := range links {
+			c := math.Float32frombits(uint32(r.small(math.MaxUint32, "cash")))
+			if r.err == nil && (c < 0 || math.IsNaN(float64(c)) || math.IsInf(float64(c), 0)) {
+				r.fail("cash %v", c)
+			}
+			links[i].Cash = c
+		}
 	}
 	if r.err != nil {
 		return nil

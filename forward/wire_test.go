@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"slices"
 	"strings"
@@ -159,10 +160,11 @@ func TestDecodeErrors(t *testing.T) {
 		want error
 	}{
 		{"empty", nil, ErrCorrupt},
-		{"bad version", append([]byte{2}, good[1:]...), ErrCorrupt},
+		{"bad version", append([]byte{3}, good[1:]...), ErrCorrupt},
 		{"not zstd", []byte{WireVersion, 1, 2, 3, 4, 5}, ErrCorrupt},
 		{"truncated frame", good[:len(good)-3], ErrCorrupt},
-		{"trailing bytes", rawBatch(t, append(body("n", 1, []int{0}, []int{3}, "abc", 0, 0, 0), 0)), ErrCorrupt},
+		{"trailing bytes", rawBatch(t, append(body("n", 1, []int{0}, []int{3}, "abc", 0, 0, 0, 0), 0)), ErrCorrupt},
+		{"negative cash", rawBatch(t, body("n", 1, []int{0}, []int{3}, "abc", 0, 0, 0, int(math.Float32bits(-1)))), ErrCorrupt},
 		{"truncated body", rawBatch(t, body("n", 1, []int{0}, []int{3}, "ab")), ErrCorrupt},
 		{"unsorted", rawBatch(t, body("n", 1, []int{0, 0}, []int{1, 1}, "ba", 0, 0, 0, 0, 0, 0)), ErrCorrupt},
 		{"shared too long", rawBatch(t, body("n", 1, []int{0, 5}, []int{1, 1}, "ab", 0, 0, 0, 0, 0, 0)), ErrCorrupt},
@@ -221,7 +223,7 @@ func TestBytesPerLink(t *testing.T) {
 		byPart[p] = append(byPart[p], l)
 	}
 	for _, ls := range byPart {
-		plain += len(appendLinks(nil, ls))
+		plain += len(appendLinks(nil, ls, true))
 	}
 	t.Logf("links=%d over 50 hosts: raw URL+fields %.1f bytes/link; front-coded, uncompressed, all in one batch %.1f",
 		len(mine), float64(raw)/float64(len(mine)), float64(plain)/float64(len(mine)))
@@ -282,4 +284,54 @@ func TestDecodeDoesNotAliasInput(t *testing.T) {
 	if !bytes.Equal(enc[:1], []byte{WireVersion}) {
 		t.Fatal("version")
 	}
+}
+
+func TestCashTravelsAndVersion1StillDecodes(t *testing.T) {
+	links := []Link{{URL: "http://a.test/x", Depth: 2, Cash: 0.125}, {URL: "http://a.test/y", Priority: 1, Cash: 3.5}, {URL: "http://a.test/z"}}
+	enc, err := Encode(Batch{From: "n", Partitions: []PartitionLinks{{Partition: 7, Epoch: 2, Links: links}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Decode(enc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := b.Partitions[0].Links; len(got) != 3 || got[0].Cash != 0.125 || got[1].Cash != 3.5 || got[2].Cash != 0 {
+		t.Fatalf("links %+v", got)
+	}
+	// A batch from a node of the previous version: no cash column.
+	var body []byte
+	body = binary.AppendUvarint(body, 1)
+	body = append(body, 'n')
+	body = binary.AppendUvarint(body, 1)
+	body = append(body, 0, 7)
+	body = binary.AppendUvarint(body, 2)
+	body = appendLinks(body, links, false)
+	enc1 := append([]byte{1}, mustZstd(t, body)...)
+	b, err = Decode(enc1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := b.Partitions[0].Links; len(got) != 3 || got[1].URL != "http://a.test/y" || got[1].Priority != 1 || got[1].Cash != 0 {
+		t.Fatalf("version 1 links %+v", got)
+	}
+	// Outbox entries of version 1 decode too.
+	old := appendLinks([]byte{1}, links, false)
+	if got, err := decodeEntry(old); err != nil || len(got) != 3 || got[0].Depth != 2 {
+		t.Fatalf("version 1 entry: %v %+v", err, got)
+	}
+	// Deduplication sums the cash of one URL.
+	d := dedupLinks([]Link{{URL: "http://a.test/x", Cash: 1}, {URL: "http://a.test/x", Cash: 0.5, Priority: 1}, {URL: "http://a.test/w"}})
+	if len(d) != 2 || d[1].Cash != 1.5 || d[1].Priority != 0 {
+		t.Fatalf("dedup %+v", d)
+	}
+}
+
+func mustZstd(t *testing.T, body []byte) []byte {
+	t.Helper()
+	enc, err := encoderOnce()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return enc.EncodeAll(body, nil)
 }

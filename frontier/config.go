@@ -94,6 +94,16 @@ type Config struct {
 
 	// Prefetch is how many queued records per active host are kept in memory. Default 8.
 	Prefetch int
+
+	// Recrawl schedules every fetched URL for later visits (continuous crawling); off by
+	// default. SetRecrawl changes it while running.
+	Recrawl Recrawl
+	// Importance makes OPIC cash given to a URL that is already queued add to its cash
+	// (two Badger reads and a rewrite of its queue record per such link, under the
+	// frontier's lock, so Next and Done wait meanwhile), so URLs linked from many
+	// important pages move up their host's queue. Off, a URL keeps the cash of the link
+	// that admitted it. Links without cash (breadth-first order) cost nothing either way.
+	Importance bool
 }
 
 // DefaultPartitions is the partition count of the default PartitionOf.

@@ -2,10 +2,21 @@
 // which host may be fetched next, which URLs were ever seen, and what failed for good.
 //
 // Duties:
-//   - Per-host queues in Badger, ordered within a host by priority, then depth (breadth
-//     first), then arrival; a heap of ready hosts ordered by the time each may next be
-//     fetched, so thousands of hosts are in flight at once while each host gets at most
-//     PerHost leases and its delay between requests.
+//   - Per-host queues in Badger, ordered within a host by priority (revisits due, then seed
+//     class, then OPIC cash), then depth (breadth first), then arrival; a heap of hosts
+//     waiting for their next allowed time and a heap of ready hosts ordered by the priority
+//     of the URL each would lease next (then time), so thousands of hosts are in flight at
+//     once, the most important ready URLs go first, and each host gets at most PerHost
+//     leases and its delay between requests.
+//   - Importance (opic.go): OPIC cash (Abiteboul, Preda, Cobena 2003). Seeds start with 1,
+//     the node splits a fetched page's cash among its links, and with Config.Importance
+//     cash given to a URL already queued adds to its cash and can move it up its queue.
+//   - Recrawl (recrawl.go): with Config.Recrawl every fetched URL is scheduled again, at
+//     an interval from its estimated change rate (Cho and Garcia-Molina's estimator over
+//     the visits that saw a change), backed off while nothing changes, scaled by
+//     importance and held within [Min, Max]. Revisits carry the last ETag, Last-Modified
+//     and body hash for a conditional request, use the host's queue and politeness, and
+//     get Recrawl.Share of the host's leases while new URLs wait too.
 //   - The seen set: a Bloom filter in front of exact Badger keys (URLHash). A Bloom "maybe"
 //     is always confirmed against the key, so a false positive costs a lookup, never a URL.
 //   - Leases: a URL leaves its queue only in Done. Transient failures retry with
@@ -18,12 +29,15 @@
 //
 // Key space (family byte, 2-byte big-endian partition, then):
 //
-//	q|part|host|0x00|priority(1)|depth(2)|seq(8)  queued URL (qrec: url, from, depth, hops, attempts, last error)
+//	q|part|host|0x00|priority(1)|depth(2)|seq(8)  queued URL (qrec: url, from, depth, hops, attempts, last error,
+//	                                               cash, validators); priority 0 = a revisit due, else
+//	                                               1 + class*60 + cash bucket
 //	h|part|host                                    host state (delay, next allowed, admitted, generated)
 //	h|part|host|0x00|'m'                           opaque host meta (robots.txt, set by the node)
 //	s|part|urlhash(16)                             seen record (state, status, time, url, reason, meta)
 //	d|part|urlhash(16)                             dead letter
-//	r|part|due(8, unix ns)|seq(8)                  URL waiting for its retry (its q key + qrec)
+//	r|part|due(8, unix ns)|seq(8)                  URL waiting for its retry (its q key + qrec); seq's top
+//	                                               bit set: a fetched URL scheduled for its next visit
 //
 // Memory holds no per-URL state: per host a small struct (counters, politeness, heap slot)
 // and, for hosts with queued URLs, a prefetch buffer of up to Prefetch records; per
@@ -58,6 +72,13 @@
 //   - Stats.Queued excludes leased URLs (InFlight) and URLs waiting for a retry
 //     (RetryPending).
 //   - Done after Close returns ErrClosed; the lease is simply issued again after a restart.
+//   - Revisit schedules live in r/ (revisit bit) and, once due, in q/ (band 0): Badger
+//     survives restarts and the partition export carries them; an import keeps a revisit
+//     even though the URL's seen record is final. At most Prefetch/2 revisits of a host wait
+//     in its queue; more due ones are pushed back at the host's pace (bounded memory, and
+//     room for new URLs). ParkHost leaves revisits scheduled. A continuous crawl is never
+//     Idle. Cash given to a URL that is leased, loading, retrying or already fetched is
+//     dropped: the estimate is approximate by design, never a reason to lose a URL.
 //   - Partitions (partition.go) are the unit of handoff: PausePartition keeps a partition's
 //     hosts out of the schedule and its retries where they are; ExportPartition streams its
 //     five families from one read snapshot; ImportPartition merges idempotently (seen:

@@ -24,7 +24,16 @@ type Candidate struct {
 	Depth    int    // link depth from the seed (seeds 0)
 	Hops     int    // off-site hops (carried, not interpreted)
 	From     string // the page it was found on
-	Priority uint8  // 0 = highest; queue order is priority, then depth, then arrival
+	Priority uint8  // seed class, 0 = highest (at most 3 classes: 0..2 and the rest)
+	// Cash is the URL's share of OPIC importance (Abiteboul et al.): a seed starts with 1,
+	// a fetched page splits its cash among its links. Cash given to a URL already queued is
+	// added to its cash (Config.Importance), which can move it up its host's queue. Queue
+	// order is seed class, then cash (in third-of-an-octave steps), then depth, then
+	// arrival, so with no cash it is breadth-first.
+	Cash float64
+	// ChangeHint is how often the page is said to change (a sitemap's changefreq or
+	// lastmod): the first revisit interval when Recrawl is on. 0: none.
+	ChangeHint time.Duration
 }
 
 // AddResult counts what Add did with its candidates.
@@ -42,6 +51,13 @@ type Lease struct {
 	Attempts  int // transient failures so far
 	From      string
 	Priority  uint8
+	// Cash is the URL's OPIC cash when leased: the caller splits it among the links it
+	// finds (Candidate.Cash). History is all the cash the URL received so far.
+	Cash, History float64
+	// Revisit: the URL was fetched before and is due again (Config.Recrawl). Validators
+	// holds what the last fetch saw, for a conditional request and the change check.
+	Revisit    bool
+	Validators Validators
 
 	f    *Frontier
 	part uint16
@@ -91,6 +107,10 @@ type Outcome struct {
 	// dropped, a lease given back at shutdown): the host's politeness clock goes back to
 	// where it was before the lease, unless something else moved it since.
 	NoRequest bool
+	// Version, with Kind Fetched and Config.Recrawl on, says what this fetch saw of the
+	// page; the frontier schedules the next visit from it (nil: no change seen, no
+	// validators). A URL fetched while recrawl is off is not scheduled.
+	Version *Version
 }
 
 // Stats are the frontier's counters, kept in memory and counted exactly by Open.
@@ -101,9 +121,12 @@ type Stats struct {
 	ReadyHosts   int // hosts that could get a lease now
 	WaitingHosts int // hosts with queued URLs waiting for their politeness time
 	RetryPending int // URLs waiting for their retry time
-	DeadLetters  int
-	Seen         int // URLs in the seen set
-	BloomBytes   int // memory of the Bloom filter's bit array
+	// RevisitPending counts fetched URLs scheduled for a later visit (Config.Recrawl);
+	// RevisitQueued those whose time came and that wait in their host's queue.
+	RevisitPending, RevisitQueued int
+	DeadLetters                   int
+	Seen                          int // URLs in the seen set
+	BloomBytes                    int // memory of the Bloom filter's bit array
 	// BloomFill is the share of the filter's bits set (its false-positive rate grows with
 	// it; the filter is rebuilt larger when the seen count passes its size).
 	BloomFill float64
@@ -136,7 +159,12 @@ type host struct {
 	// leaves at the head of the queue. loadLow is the lowest key inserted during a refill.
 	cursor, loadLow []byte
 	gen             uint64 // bumped on every change to the host's non-leased queue
-	idx             int    // index in the ready heap, -1 if absent
+	idx             int    // index in the heap it is in (waiting or ready), -1 if absent
+	inReady         bool   // idx is in the ready heap
+	// revisits counts the revisit keys (band 0) among queued; revisitCredit is the deficit
+	// counter that gives revisits their share of the host's leases.
+	revisits      int
+	revisitCredit float64
 	// paths counts admitted query variants per path (QueryVariantsFree), lazily made.
 	paths map[string]uint16
 	// children counts hosts admitted one label below this one (MaxSubdomains).
@@ -149,10 +177,13 @@ func (h *host) rec() hostRec {
 
 // Frontier is the per-node crawl frontier. It is safe for concurrent use.
 type Frontier struct {
-	cfg    Config
-	db     *badger.DB
-	limits atomic.Pointer[trapLimits] // replaced whole by SetLimits
-	log    *slog.Logger
+	cfg     Config
+	db      *badger.DB
+	limits  atomic.Pointer[trapLimits] // replaced whole by SetLimits
+	recrawl atomic.Pointer[Recrawl]    // replaced whole by SetRecrawl
+	histMu  sync.Mutex
+	histAvg float64 // moving average of the OPIC history of fetched URLs (relativeImportance)
+	log     *slog.Logger
 
 	addMu   sync.Mutex // serializes Add's confirm-then-write of the seen set
 	hMu     sync.Mutex // serializes build+write of h keys, so the last write is the newest state
@@ -171,13 +202,16 @@ type Frontier struct {
 
 	mu           sync.Mutex
 	hosts        map[string]*host
-	ready        hostHeap
+	waiting      hostHeap // hosts whose next-allowed time is still to come
+	ready        hostHeap // hosts whose time has come, by priority
 	wake         chan struct{}
 	waiters      int
 	closed       bool
 	queued       int // q keys, leased included
 	inflight     int
 	retryPending int
+	revisitPend  int // r keys with the revisit bit
+	revisitQ     int // q keys in the revisit band
 	dead         int
 	seen         int
 	retryDue     map[uint16]int64 // partition -> earliest due of its r keys (upper bound)
@@ -223,6 +257,8 @@ func Open(cfg Config) (*Frontier, error) {
 		pauseUser:  make(map[uint16]bool),
 		pauseOps:   make(map[uint16]int),
 	}
+	f.ready.prio = true
+	f.SetRecrawl(cfg.Recrawl)
 	f.limits.Store(&trapLimits{cfg.MaxDepth, cfg.MaxURLLength, cfg.MaxRepeatedSegments, cfg.MaxQueryParams})
 	if cfg.SeenCacheSize > 0 {
 		f.cache = newSeenCache(cfg.SeenCacheSize)
@@ -265,8 +301,13 @@ func Open(cfg Config) (*Frontier, error) {
 			if !ok {
 				continue
 			}
-			f.hostLocked(name).queued++
+			h := f.hostLocked(name)
+			h.queued++
 			f.queued++
+			if prioOfKey(it.Item().Key()) == bandRevisit {
+				h.revisits++
+				f.revisitQ++
+			}
 			maxSeq = max(maxSeq, seq)
 		}
 		it.Close()
@@ -278,7 +319,12 @@ func Open(cfg Config) (*Frontier, error) {
 			if !ok {
 				continue
 			}
-			f.retryPending++
+			if seq&revisitBit != 0 {
+				f.revisitPend++
+			} else {
+				f.retryPending++
+			}
+			seq &^= revisitBit
 			if cur, ok := f.retryDue[part]; !ok || due < cur {
 				f.retryDue[part] = due
 			}
@@ -354,16 +400,31 @@ func (f *Frontier) delayOf(h *host) time.Duration {
 	return f.cfg.DefaultDelay
 }
 
-// fixLocked puts the host into the ready heap, moves it, or takes it out.
+// fixLocked puts the host into the waiting heap (poll moves it to the ready heap when its
+// time comes), moves it, or takes it out of whichever heap it is in.
 func (f *Frontier) fixLocked(h *host) {
 	want := !h.loading && h.queued-h.inflight > 0 && h.inflight < f.cfg.PerHost && !f.pausedLocked(h.part)
 	switch {
-	case want && h.idx < 0:
-		heap.Push(&f.ready, h)
-	case !want && h.idx >= 0:
+	case h.idx >= 0 && h.inReady:
 		heap.Remove(&f.ready, h.idx)
-	case want:
-		heap.Fix(&f.ready, h.idx)
+	case want && h.idx >= 0:
+		heap.Fix(&f.waiting, h.idx)
+		return
+	case h.idx >= 0:
+		heap.Remove(&f.waiting, h.idx)
+	}
+	if want {
+		heap.Push(&f.waiting, h)
+	}
+}
+
+// unheapLocked takes the host out of whichever heap it is in.
+func (f *Frontier) unheapLocked(h *host) {
+	switch {
+	case h.idx >= 0 && h.inReady:
+		heap.Remove(&f.ready, h.idx)
+	case h.idx >= 0:
+		heap.Remove(&f.waiting, h.idx)
 	}
 }
 
@@ -581,13 +642,23 @@ func (f *Frontier) Add(cands []Candidate) (AddResult, error) {
 	if err := f.confirm(items); err != nil {
 		return res, err
 	}
-	items = f.dropSeen(items, &res)
-	if len(items) == 0 {
-		return res, nil
+	var boosts []prep
+	var bp *[]prep
+	if f.cfg.Importance {
+		bp = &boosts
 	}
+	items = f.dropSeen(items, &res, bp)
 
 	f.addMu.Lock()
 	defer f.addMu.Unlock()
+	if len(boosts) > 0 {
+		if err := f.boost(boosts); err != nil {
+			f.log.Warn("opic cash not passed on", "urls", len(boosts), "err", err)
+		}
+	}
+	if len(items) == 0 {
+		return res, nil
+	}
 	// Re-check: a concurrent Add may have committed some of them since. Every commit adds
 	// its hashes to the filter before releasing addMu, so "definitely new" is still exact.
 	for i := range items {
@@ -596,7 +667,13 @@ func (f *Frontier) Add(cands []Candidate) (AddResult, error) {
 	if err := f.confirm(items); err != nil {
 		return res, err
 	}
-	items = f.dropSeen(items, &res)
+	boosts = boosts[:0]
+	items = f.dropSeen(items, &res, bp)
+	if len(boosts) > 0 {
+		if err := f.boost(boosts); err != nil {
+			f.log.Warn("opic cash not passed on", "urls", len(boosts), "err", err)
+		}
+	}
 	if len(items) == 0 {
 		return res, nil
 	}
@@ -636,7 +713,7 @@ func (f *Frontier) Add(cands []Candidate) (AddResult, error) {
 			h.generated++
 		}
 		it.h = h
-		it.key = qKey(it.part, it.host, it.c.Priority, it.c.Depth, f.seq.Add(1))
+		it.key = qKey(it.part, it.host, queueBand(it.c.Priority, it.c.Cash), it.c.Depth, f.seq.Add(1))
 		f.committing[string(it.key)] = struct{}{}
 		touched[h] = struct{}{}
 		accepted = append(accepted, it)
@@ -659,8 +736,9 @@ func (f *Frontier) Add(cands []Candidate) (AddResult, error) {
 	for i := range accepted {
 		it := &accepted[i]
 		c := it.c
-		recs[i] = qrec{URL: c.URL, From: c.From, Depth: c.Depth, Hops: c.Hops, Priority: c.Priority}
-		sr := SeenRecord{URL: c.URL, State: StateQueued, At: now}
+		recs[i] = qrec{URL: c.URL, From: c.From, Depth: c.Depth, Hops: c.Hops, Priority: c.Priority,
+			Cash: c.Cash, History: c.Cash, Val: Validators{Hint: int64(c.ChangeHint)}}
+		sr := SeenRecord{URL: c.URL, State: StateQueued, At: now, QKey: it.key}
 		if err = b.group(
 			op{k: hashKey(famSeen, it.part, it.hash), v: sr.encode()},
 			op{k: it.key, v: recs[i].encode()},
@@ -759,11 +837,14 @@ func (f *Frontier) confirm(items []prep) error {
 	})
 }
 
-func (f *Frontier) dropSeen(items []prep, res *AddResult) []prep {
+func (f *Frontier) dropSeen(items []prep, res *AddResult, boost *[]prep) []prep {
 	out := items[:0]
 	for _, it := range items {
 		if it.seen {
 			res.AlreadySeen++
+			if boost != nil && it.c.Cash > 0 {
+				*boost = append(*boost, it)
+			}
 			continue
 		}
 		it.maybe = false
@@ -831,20 +912,29 @@ func (f *Frontier) poll() (*Lease, time.Duration, <-chan struct{}, error) {
 			continue
 		}
 		wait := time.Duration(-1)
-		if len(f.ready) > 0 {
-			h := f.ready[0]
-			if h.next <= now {
-				if len(h.buf) > 0 {
-					l := f.leaseLocked(h, now)
-					f.mu.Unlock()
-					return l, 0, nil, nil
-				}
-				if err := f.refill(h); err != nil { // unlocks mu
-					return nil, 0, nil, err
-				}
+		for f.waiting.Len() > 0 && f.waiting.hs[0].next <= now {
+			heap.Push(&f.ready, heap.Pop(&f.waiting))
+		}
+		if f.ready.Len() > 0 {
+			h := f.ready.hs[0]
+			if h.next > now { // its clock moved without a fix; cannot happen, but be safe
+				heap.Pop(&f.ready)
+				heap.Push(&f.waiting, h)
+				f.mu.Unlock()
 				continue
 			}
-			wait = time.Duration(h.next - now)
+			if len(h.buf) > 0 {
+				l := f.leaseLocked(h, now)
+				f.mu.Unlock()
+				return l, 0, nil, nil
+			}
+			if err := f.refill(h); err != nil { // unlocks mu
+				return nil, 0, nil, err
+			}
+			continue
+		}
+		if f.waiting.Len() > 0 {
+			wait = time.Duration(f.waiting.hs[0].next - now)
 		}
 		if f.retryNext != 0 && !f.moving {
 			if rw := time.Duration(f.retryNext - now); wait < 0 || rw < wait {
@@ -859,9 +949,14 @@ func (f *Frontier) poll() (*Lease, time.Duration, <-chan struct{}, error) {
 }
 
 func (f *Frontier) leaseLocked(h *host, now int64) *Lease {
-	it := h.buf[0]
-	h.buf[0] = item{}
-	h.buf = h.buf[1:]
+	i := f.pickLocked(h)
+	it := h.buf[i]
+	h.buf[i] = item{}
+	if i == 0 {
+		h.buf = h.buf[1:]
+	} else {
+		h.buf = slices.Delete(h.buf, i, i+1)
+	}
 	if len(h.buf) == 0 {
 		h.buf = nil
 	}
@@ -874,6 +969,7 @@ func (f *Frontier) leaseLocked(h *host, now int64) *Lease {
 	r := it.rec
 	return &Lease{
 		URL: r.URL, Host: h.name, Depth: r.Depth, Hops: r.Hops, Attempts: r.Attempts, From: r.From, Priority: r.Priority,
+		Cash: r.Cash, History: r.History, Revisit: prioOfKey(it.key) == bandRevisit, Validators: r.Val,
 		f: f, part: h.part, key: it.key, rec: r, prevNext: prev, leaseNext: h.next,
 	}
 }
@@ -1027,13 +1123,20 @@ func (f *Frontier) movePartition(p uint16, now, floor int64) (int64, error) {
 		type moved struct {
 			host string
 			it   item
+			rev  bool // an r key with the revisit bit
 		}
 		var ms []moved
 		var nextDue int64
+		type pushed struct {
+			due    int64
+			wasRev bool
+		}
+		var later []pushed
+		perHost := map[string]int{} // revisits moved or pushed back in this chunk
 		txn := f.db.NewTransaction(true)
 		it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: true, PrefetchSize: 64, Prefix: famPrefix(famRetry, p)})
 		var err error
-		for it.Seek(rKey(p, floor, 0)); it.Valid() && len(ms) < chunk; it.Next() {
+		for it.Seek(rKey(p, floor, 0)); it.Valid() && len(ms)+len(later) < chunk; it.Next() {
 			rk := it.Item().KeyCopy(nil)
 			_, due, _, ok := parseRKey(rk)
 			if !ok {
@@ -1060,12 +1163,37 @@ func (f *Frontier) movePartition(p uint16, now, floor int64) (int64, error) {
 			if err = txn.Delete(rk); err != nil {
 				break
 			}
+			if prioOfKey(qk) == bandRevisit {
+				// Revisits wait in the order they came due (depth 0, a new sequence), not
+				// in the order of their depth, so none is starved behind a home page.
+				qk = qKey(p, hn, bandRevisit, 0, f.seq.Add(1))
+				// At most revisitSlots revisits of a host wait in its queue; the rest are
+				// pushed back by the host's pace (one delay per place in the line).
+				f.mu.Lock()
+				waitingRev := perHost[hn]
+				if h := f.hosts[hn]; h != nil {
+					waitingRev += h.revisits
+				}
+				step := int64(max(f.delayOf(f.hostLocked(hn)), 50*time.Millisecond))
+				f.mu.Unlock()
+				perHost[hn]++
+				if waitingRev >= f.revisitSlots() {
+					_, _, seq, _ := parseRKey(rk)
+					nd := now + step*int64(waitingRev-f.revisitSlots()+1)
+					if err = txn.Set(rKey(p, nd, seq), v); err != nil {
+						break
+					}
+					later = append(later, pushed{nd, seq&revisitBit != 0})
+					continue
+				}
+			}
 			if err = txn.Set(qk, r.encode()); err != nil {
 				break
 			}
-			ms = append(ms, moved{hn, item{key: qk, rec: r}})
+			_, _, rseq, _ := parseRKey(rk)
+			ms = append(ms, moved{hn, item{key: qk, rec: r}, rseq&revisitBit != 0})
 		}
-		full := len(ms) == chunk
+		full := len(ms)+len(later) >= chunk
 		it.Close()
 		if err == nil {
 			f.mu.Lock()
@@ -1089,9 +1217,22 @@ func (f *Frontier) movePartition(p uint16, now, floor int64) (int64, error) {
 			h := f.hostLocked(m.host)
 			h.queued++
 			f.queued++
-			f.retryPending--
+			if m.rev {
+				f.revisitPend--
+			} else {
+				f.retryPending--
+			}
+			if prioOfKey(m.it.key) == bandRevisit {
+				h.revisits++
+				f.revisitQ++
+			}
 			f.insertLocked(h, m.it)
 			f.fixLocked(h)
+		}
+		for _, l := range later {
+			if l.due < nextDue || nextDue == 0 {
+				nextDue = l.due
+			}
 		}
 		f.mu.Unlock()
 		if !full {
@@ -1126,6 +1267,8 @@ func (f *Frontier) Done(l *Lease, o Outcome) error {
 		rec   = l.rec
 		group []op
 	)
+	rc := f.recrawl.Load()
+	revisitNext := false
 	switch o.Kind {
 	case Fetched, Drop:
 		st := StateFetched
@@ -1134,6 +1277,17 @@ func (f *Frontier) Done(l *Lease, o Outcome) error {
 		}
 		sr := SeenRecord{URL: l.URL, Status: o.Status, State: st, Reason: o.Err, Meta: o.Meta, At: now}
 		group = []op{{k: l.key, del: true}, {k: hashKey(famSeen, l.part, hash), v: sr.encode()}}
+		if o.Kind == Fetched && rc.Enabled {
+			// Schedule the next visit: same host queue, revisit band, a new sequence.
+			nr := qrec{URL: rec.URL, From: rec.From, Depth: rec.Depth, Priority: rec.Priority, History: rec.History}
+			nr.Val = Observe(rec.Val, o.Version, now)
+			iv := NextInterval(*rc, nr.Val, f.relativeImportance(rec.History))
+			nr.Val.Interval = int64(iv)
+			due = now.Add(iv).UnixNano()
+			qk := qKey(l.part, l.Host, bandRevisit, rec.Depth, f.seq.Add(1))
+			group = append(group, op{k: rKey(l.part, due, f.seq.Add(1)|revisitBit), v: encodeR(qk, &nr)})
+			revisitNext = true
+		}
 	case Retry:
 		rec.Attempts++
 		rec.LastErr, rec.LastStatus = o.Err, o.Status
@@ -1174,11 +1328,18 @@ func (f *Frontier) Done(l *Lease, o Outcome) error {
 	default:
 		h.queued--
 		f.queued--
+		if prioOfKey(l.key) == bandRevisit {
+			h.revisits--
+			f.revisitQ--
+		}
 		switch {
 		case dead:
 			f.dead++
 		case o.Kind == Retry:
 			f.retryPending++
+			f.noteRetryLocked(l.part, due)
+		case revisitNext:
+			f.revisitPend++
 			f.noteRetryLocked(l.part, due)
 		}
 	}
@@ -1376,6 +1537,9 @@ func (f *Frontier) park(h *host, leased [][]byte, reason string, now time.Time) 
 	next:
 		for it.Rewind(); it.Valid(); it.Next() {
 			k := it.Item().Key()
+			if prioOfKey(k) == bandRevisit {
+				continue // a fetched URL due again: it stays scheduled
+			}
 			for _, l := range leased {
 				if bytes.Equal(l, k) {
 					continue next
@@ -1416,6 +1580,9 @@ func (f *Frontier) park(h *host, leased [][]byte, reason string, now time.Time) 
 		it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: true, PrefetchSize: 100, Prefix: famPrefix(famRetry, h.part)})
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
+			if _, _, seq, _ := parseRKey(it.Item().Key()); seq&revisitBit != 0 {
+				continue
+			}
 			v, err := it.Item().ValueCopy(nil)
 			if err != nil {
 				return err
@@ -1456,12 +1623,15 @@ func (f *Frontier) Stats() Stats {
 	s := Stats{
 		Queued: f.queued - f.inflight, InFlight: f.inflight, Hosts: len(f.hosts),
 		RetryPending: f.retryPending, DeadLetters: f.dead, Seen: f.seen,
+		RevisitPending: f.revisitPend, RevisitQueued: f.revisitQ,
 	}
-	for _, h := range f.ready {
-		if h.next <= now {
-			s.ReadyHosts++
-		} else {
-			s.WaitingHosts++
+	for _, hs := range [][]*host{f.ready.hs, f.waiting.hs} {
+		for _, h := range hs {
+			if h.next <= now {
+				s.ReadyHosts++
+			} else {
+				s.WaitingHosts++
+			}
 		}
 	}
 	f.mu.Unlock()
@@ -1483,11 +1653,12 @@ func (f *Frontier) Stats() Stats {
 // reports the last count.
 const bloomFillEvery = time.Second
 
-// Idle reports that nothing is queued, in flight or waiting for a retry.
+// Idle reports that nothing is queued, in flight, waiting for a retry or scheduled for a
+// revisit (so a continuous crawl is never idle once it has fetched a page).
 func (f *Frontier) Idle() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.queued == 0 && f.inflight == 0 && f.retryPending == 0
+	return f.queued == 0 && f.inflight == 0 && f.retryPending == 0 && f.revisitPend == 0
 }
 
 // DeadLetters calls fn for each dead letter (partition order) until fn returns false.

@@ -1,33 +1,61 @@
 package frontier
 
-// hostHeap orders schedulable hosts by the time they may next be fetched (unix ns).
-// A host is in the heap only while it has queued URLs that are not leased, is below
-// PerHost leases and is not being (re)loaded or parked; so Next pops in O(log hosts).
-type hostHeap []*host
-
-func (h hostHeap) Len() int { return len(h) }
-func (h hostHeap) Less(i, j int) bool {
-	if h[i].next != h[j].next {
-		return h[i].next < h[j].next
-	}
-	return h[i].name < h[j].name
+// hostHeap orders schedulable hosts. A host is in one of the frontier's two heaps only
+// while it has queued URLs that are not leased, is below PerHost leases and is not being
+// (re)loaded or parked:
+//
+//   - waiting, by the time the host may next be fetched (unix ns), then name;
+//   - ready, hosts whose time has come, by the priority byte of the first URL of their
+//     buffer (revisits, then seed class, then OPIC cash; an unloaded buffer counts as the
+//     best so it gets loaded), then time, then name.
+//
+// So Next takes the most important ready host in O(log hosts), and breadth-first order
+// (time, then name) stays the tie-break. A host's idx is its index in the heap it is in.
+type hostHeap struct {
+	hs   []*host
+	prio bool // the ready heap
 }
-func (h hostHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].idx = i
-	h[j].idx = j
+
+func (h *hostHeap) Len() int { return len(h.hs) }
+func (h *hostHeap) Less(i, j int) bool {
+	a, b := h.hs[i], h.hs[j]
+	if h.prio {
+		if pa, pb := a.headPrio(), b.headPrio(); pa != pb {
+			return pa < pb
+		}
+	}
+	if a.next != b.next {
+		return a.next < b.next
+	}
+	return a.name < b.name
+}
+func (h *hostHeap) Swap(i, j int) {
+	h.hs[i], h.hs[j] = h.hs[j], h.hs[i]
+	h.hs[i].idx = i
+	h.hs[j].idx = j
 }
 func (h *hostHeap) Push(x any) {
 	e := x.(*host)
-	e.idx = len(*h)
-	*h = append(*h, e)
+	e.idx = len(h.hs)
+	e.inReady = h.prio
+	h.hs = append(h.hs, e)
 }
 func (h *hostHeap) Pop() any {
-	old := *h
+	old := h.hs
 	n := len(old)
 	e := old[n-1]
 	old[n-1] = nil
 	e.idx = -1
-	*h = old[:n-1]
+	e.inReady = false
+	h.hs = old[:n-1]
 	return e
+}
+
+// headPrio is the queue-key priority byte of the URL the host would lease next (0, the
+// best, while its buffer is not loaded).
+func (h *host) headPrio() uint8 {
+	if len(h.buf) == 0 {
+		return 0
+	}
+	return prioOfKey(h.buf[0].key)
 }

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -13,8 +14,47 @@ const (
 	famHost  = 'h' // h|part|host -> host state; h|part|host|0x00|'m' -> opaque host meta
 	famSeen  = 's' // s|part|urlhash(16) -> seen record
 	famDead  = 'd' // d|part|urlhash(16) -> dead letter
-	famRetry = 'r' // r|part|due(8, unix ns)|seq(8) -> q key + qrec
+	famRetry = 'r' // r|part|due(8, unix ns)|seq(8) -> q key + qrec; seq's top bit: a revisit
 )
+
+// revisitBit marks the sequence number of an r key that schedules a revisit (Recrawl),
+// not a retry, so counts need no value reads.
+const revisitBit = uint64(1) << 63
+
+// bandRevisit is the queue-key priority byte of a revisit whose time has come: revisits
+// sort before discovery in their host's queue, and the host's revisit share decides
+// which of the two a lease takes (pickLocked).
+const bandRevisit = 0
+
+// Discovery bands: 1 + class*cashBuckets + cash bucket, so seed class comes first, then
+// cash, then (in the rest of the key) depth and arrival.
+const (
+	cashBuckets = 60
+	maxClass    = 3 // classes 0..2, the rest share class 3
+)
+
+// queueBand is the priority byte of a queued discovery URL: its seed class, then its
+// OPIC cash in steps of a third of an octave from 2^8 (bucket 0) down to 2^-11.7 (the
+// last bucket, which also holds no cash at all).
+func queueBand(class uint8, cash float64) uint8 {
+	return 1 + min(class, maxClass)*cashBuckets + cashBucket(cash)
+}
+
+func cashBucket(cash float64) uint8 {
+	if !(cash > 0) {
+		return cashBuckets - 1
+	}
+	b := math.Round(3 * (8 - math.Log2(cash)))
+	return uint8(max(0, min(b, cashBuckets-1)))
+}
+
+// prioOfKey is the priority byte of a q key.
+func prioOfKey(k []byte) uint8 {
+	if len(k) < 11 {
+		return 0
+	}
+	return k[len(k)-11]
+}
 
 // URLHash is the exact seen key of a canonical URL: the first 16 bytes of its SHA-256.
 // Two distinct URLs collide with probability about n^2/2^129 for n URLs (about 3e-23 for
@@ -158,9 +198,13 @@ type qrec struct {
 	Priority   uint8
 	LastErr    string
 	LastStatus int
+	// OPIC: Cash not yet passed on, History all cash received (version 2).
+	Cash, History float64
+	// Val is what the last fetch saw (revisits; version 2).
+	Val Validators
 }
 
-const qrecVersion = 1
+const qrecVersion = 2
 
 func (r *qrec) encode() []byte {
 	e := enc{b: make([]byte, 0, 32+len(r.URL)+len(r.From)+len(r.LastErr))}
@@ -173,13 +217,16 @@ func (r *qrec) encode() []byte {
 	e.u(uint64(r.Priority))
 	e.s(r.LastErr)
 	e.i(int64(r.LastStatus))
+	e.u(math.Float64bits(r.Cash))
+	e.u(math.Float64bits(r.History))
+	r.Val.encode(&e)
 	return e.b
 }
 
 func decodeQrec(b []byte) (qrec, error) {
 	d := dec{b: b}
 	var r qrec
-	d.u()
+	ver := d.u()
 	r.URL = d.s()
 	r.From = d.s()
 	r.Depth = int(d.u())
@@ -188,6 +235,11 @@ func decodeQrec(b []byte) (qrec, error) {
 	r.Priority = uint8(d.u())
 	r.LastErr = d.s()
 	r.LastStatus = int(d.i())
+	if ver >= 2 {
+		r.Cash = math.Float64frombits(d.u())
+		r.History = math.Float64frombits(d.u())
+		r.Val.decode(&d)
+	}
 	return r, d.done("queue record")
 }
 
@@ -239,6 +291,8 @@ type SeenRecord struct {
 	Reason string    // Drop reason or last error
 	Meta   []byte    // opaque, from Outcome.Meta
 	At     time.Time // time of the last change
+	// QKey is the URL's queue key while it is queued (so cash can find it); not exported.
+	QKey []byte
 }
 
 func (s *SeenRecord) encode() []byte {
@@ -249,6 +303,9 @@ func (s *SeenRecord) encode() []byte {
 	e.s(s.URL)
 	e.s(s.Reason)
 	e.bytes(s.Meta)
+	if s.State == StateQueued && len(s.QKey) > 0 {
+		e.bytes(s.QKey)
+	}
 	return e.b
 }
 
@@ -264,6 +321,9 @@ func decodeSeen(b []byte) (SeenRecord, error) {
 	s.URL = d.s()
 	s.Reason = d.s()
 	s.Meta = d.bytes()
+	if len(d.b) > 0 {
+		s.QKey = d.bytes()
+	}
 	return s, d.done("seen record")
 }
 

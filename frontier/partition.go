@@ -2,7 +2,6 @@ package frontier
 
 import (
 	"bytes"
-	"container/heap"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -404,6 +403,17 @@ type localRef struct {
 	retry bool
 }
 
+// revisit says the key schedules a fetched URL's next visit (an r key with the revisit
+// bit, or a q key in the revisit band): its seen record is final by design, so a final
+// seen record does not unqueue it.
+func (r localRef) revisit() bool {
+	if r.retry {
+		_, _, seq, _ := parseRKey(r.key)
+		return seq&revisitBit != 0
+	}
+	return prioOfKey(r.key) == bandRevisit
+}
+
 // effect is what one committed write group changes in memory.
 type effect struct {
 	kind    int
@@ -492,13 +502,14 @@ func (im *importer) apply(chunk []rawRec) error {
 				var qk []byte
 				var rec qrec
 				var due int64
+				var rseq uint64
 				var err error
 				if r.fam == famQueue {
 					qk = r.k
 					rec, err = decodeQrec(r.v)
 				} else {
 					var ok bool
-					if _, due, _, ok = parseRKey(r.k); !ok {
+					if _, due, rseq, ok = parseRKey(r.k); !ok {
 						return fmt.Errorf("%w: retry key", ErrCorrupt)
 					}
 					qk, rec, err = decodeR(r.v)
@@ -523,7 +534,7 @@ func (im *importer) apply(chunk []rawRec) error {
 					continue
 				}
 				nk := binary.BigEndian.AppendUint64(slices.Clone(qk[:len(qk)-8]), f.seq.Add(1))
-				sr := SeenRecord{URL: rec.URL, State: StateQueued, At: f.cfg.Now()}
+				sr := SeenRecord{URL: rec.URL, State: StateQueued, At: f.cfg.Now(), QKey: nk}
 				pend[hash] = seenState{rec: sr, exists: true}
 				g := group{ops: []op{{k: hashKey(famSeen, im.p, hash), v: sr.encode()}}}
 				g.eff = effect{host: hn, seenNew: true, hash: hash}
@@ -531,7 +542,7 @@ func (im *importer) apply(chunk []rawRec) error {
 					g.ops = append(g.ops, op{k: nk, v: rec.encode()})
 					g.eff.kind, g.eff.it = effQueue, item{key: nk, rec: rec}
 				} else {
-					rk := rKey(im.p, due, f.seq.Add(1))
+					rk := rKey(im.p, due, f.seq.Add(1)|rseq&revisitBit)
 					g.ops = append(g.ops, op{k: rk, v: encodeR(nk, &rec)})
 					g.eff.kind, g.eff.due, g.eff.delKey = effRetry, due, rk
 				}
@@ -567,7 +578,7 @@ func (im *importer) apply(chunk []rawRec) error {
 						if err != nil {
 							return err
 						}
-						if ok {
+						if ok && !ref.revisit() {
 							if present, err := exists(ref.key); err != nil {
 								return err
 							} else if present {
@@ -698,12 +709,20 @@ func (im *importer) apply(chunk []rawRec) error {
 			h := im.hostLocked(e.host)
 			h.queued++
 			f.queued++
+			if prioOfKey(e.it.key) == bandRevisit {
+				h.revisits++
+				f.revisitQ++
+			}
 			f.insertLocked(h, e.it)
 			f.fixLocked(h)
 			im.noteLocal(e.hash, localRef{key: e.it.key, host: e.host})
 			im.st.Queued++
 		case effRetry:
-			f.retryPending++
+			if (localRef{key: e.delKey, retry: true}).revisit() {
+				f.revisitPend++
+			} else {
+				f.retryPending++
+			}
 			f.noteRetryLocked(im.p, e.due)
 			im.noteLocal(e.hash, localRef{key: e.delKey, host: e.host, retry: true})
 			im.st.Retries++
@@ -714,6 +733,10 @@ func (im *importer) apply(chunk []rawRec) error {
 				h := im.hostLocked(e.host)
 				h.queued--
 				f.queued--
+				if prioOfKey(e.delKey) == bandRevisit {
+					h.revisits--
+					f.revisitQ--
+				}
 				h.gen++
 				if i := slices.IndexFunc(h.buf, func(it item) bool { return bytes.Equal(it.key, e.delKey) }); i >= 0 {
 					h.buf = slices.Delete(h.buf, i, i+1)
@@ -902,8 +925,18 @@ func (f *Frontier) DropPartition(p uint16) error {
 		switch d.fam {
 		case famQueue:
 			perHost[d.host]++
+			if prioOfKey(d.key) == bandRevisit {
+				f.revisitQ--
+				if h := f.hosts[d.host]; h != nil {
+					h.revisits--
+				}
+			}
 		case famRetry:
-			f.retryPending--
+			if (localRef{key: d.key, retry: true}).revisit() {
+				f.revisitPend--
+			} else {
+				f.retryPending--
+			}
 		case famSeen:
 			f.seen--
 		case famDead:
@@ -924,9 +957,7 @@ func (f *Frontier) DropPartition(p uint16) error {
 	}
 	for _, h := range f.hostsOfLocked(p) {
 		f.queued -= h.queued
-		if h.idx >= 0 {
-			heap.Remove(&f.ready, h.idx)
-		}
+		f.unheapLocked(h)
 		if ph := f.hosts[parentHost(h.name)]; ph != nil && ph.part != p {
 			ph.children--
 		}

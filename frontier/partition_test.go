@@ -62,7 +62,8 @@ func checkCounters(t *testing.T, f *Frontier) {
 	}
 	got, want := f.Stats(), g.Stats()
 	got.Queued += got.InFlight
-	if got.Queued != want.Queued || got.RetryPending != want.RetryPending || got.DeadLetters != want.DeadLetters || got.Seen != want.Seen {
+	if got.Queued != want.Queued || got.RetryPending != want.RetryPending || got.DeadLetters != want.DeadLetters || got.Seen != want.Seen ||
+		got.RevisitPending != want.RevisitPending || got.RevisitQueued != want.RevisitQueued {
 		t.Fatalf("in-memory counters %+v, Badger says %+v", got, want)
 	}
 }

@@ -374,47 +374,58 @@ func (n *Node) readyz(w http.ResponseWriter, r *http.Request) {
 
 // Status is the node's figures, as the API reports them and the progress line shows them.
 type Status struct {
-	Node           string           `json:"node"`
-	State          string           `json:"state"`
-	Uptime         string           `json:"uptime"`
-	Elapsed        time.Duration    `json:"-"`
-	PagesCrawled   int64            `json:"pages_crawled"`
-	PagesQueued    int64            `json:"pages_queued"`
-	InFlight       int64            `json:"in_flight"`
-	RetryPending   int64            `json:"retry_pending"`
-	DeadLetters    int64            `json:"dead_letters"`
-	CrawlRate      float64          `json:"crawl_rate"`
-	HostsKnown     int64            `json:"hosts_known"`
-	HostsActive    int64            `json:"hosts_active"`
-	SeenURLs       int64            `json:"seen_urls"`
-	BytesFetched   int64            `json:"bytes_fetched"`
-	ExtractBacklog int64            `json:"extract_backlog"`
-	OutboxLinks    int64            `json:"outbox_links"`
-	Partitions     int              `json:"partitions"`
-	Responses      map[string]int64 `json:"responses"`
-	Errors         map[string]int64 `json:"errors"`
-	RateHistory    []RatePoint      `json:"rate_history"`
+	Node         string        `json:"node"`
+	State        string        `json:"state"`
+	Uptime       string        `json:"uptime"`
+	Elapsed      time.Duration `json:"-"`
+	PagesCrawled int64         `json:"pages_crawled"`
+	PagesQueued  int64         `json:"pages_queued"`
+	InFlight     int64         `json:"in_flight"`
+	RetryPending int64         `json:"retry_pending"`
+	// Continuous crawling: revisits scheduled (or due and queued), done, and what they saw.
+	RevisitsPending int64            `json:"revisits_pending"`
+	Revisits        int64            `json:"revisits"`
+	NotModified     int64            `json:"revisits_not_modified"`
+	Unchanged       int64            `json:"revisits_unchanged"`
+	Changed         int64            `json:"revisits_changed"`
+	DeadLetters     int64            `json:"dead_letters"`
+	CrawlRate       float64          `json:"crawl_rate"`
+	HostsKnown      int64            `json:"hosts_known"`
+	HostsActive     int64            `json:"hosts_active"`
+	SeenURLs        int64            `json:"seen_urls"`
+	BytesFetched    int64            `json:"bytes_fetched"`
+	ExtractBacklog  int64            `json:"extract_backlog"`
+	OutboxLinks     int64            `json:"outbox_links"`
+	Partitions      int              `json:"partitions"`
+	Responses       map[string]int64 `json:"responses"`
+	Errors          map[string]int64 `json:"errors"`
+	RateHistory     []RatePoint      `json:"rate_history"`
 }
 
 // Status returns the node's current figures.
 func (n *Node) Status() Status {
 	fs := n.front.Stats()
 	st := Status{
-		Node:           n.Name(),
-		State:          "running",
-		Uptime:         n.cfg.Now().Sub(n.started).Round(time.Second).String(),
-		Elapsed:        n.cfg.Now().Sub(n.started),
-		PagesCrawled:   n.stats.fetched.Load(),
-		PagesQueued:    int64(fs.Queued),
-		InFlight:       int64(fs.InFlight),
-		RetryPending:   int64(fs.RetryPending),
-		DeadLetters:    int64(fs.DeadLetters),
-		CrawlRate:      n.rate.perSecond(),
-		HostsKnown:     int64(fs.Hosts),
-		HostsActive:    int64(fs.ReadyHosts + fs.WaitingHosts),
-		SeenURLs:       int64(fs.Seen),
-		BytesFetched:   n.stats.bytes.Load(),
-		ExtractBacklog: int64(n.stage.Backlog()),
+		Node:            n.Name(),
+		State:           "running",
+		Uptime:          n.cfg.Now().Sub(n.started).Round(time.Second).String(),
+		Elapsed:         n.cfg.Now().Sub(n.started),
+		PagesCrawled:    n.stats.fetched.Load(),
+		PagesQueued:     int64(fs.Queued),
+		InFlight:        int64(fs.InFlight),
+		RetryPending:    int64(fs.RetryPending),
+		RevisitsPending: int64(fs.RevisitPending + fs.RevisitQueued),
+		Revisits:        n.stats.revisits.Load(),
+		NotModified:     n.stats.notModified.Load(),
+		Unchanged:       n.stats.unchanged.Load(),
+		Changed:         n.stats.changed.Load(),
+		DeadLetters:     int64(fs.DeadLetters),
+		CrawlRate:       n.rate.perSecond(),
+		HostsKnown:      int64(fs.Hosts),
+		HostsActive:     int64(fs.ReadyHosts + fs.WaitingHosts),
+		SeenURLs:        int64(fs.Seen),
+		BytesFetched:    n.stats.bytes.Load(),
+		ExtractBacklog:  int64(n.stage.Backlog()),
 		Responses: map[string]int64{
 			"2xx": n.stats.ok2xx.Load(), "3xx": n.stats.redirects.Load(),
 			"4xx": n.stats.client4xx.Load(), "5xx": n.stats.server5xx.Load(),
@@ -516,7 +527,7 @@ func (n *Node) postSeeds(w http.ResponseWriter, r *http.Request) {
 			resp.Rejected = append(resp.Rejected, rejectedSeed{URL: u, Reason: err.Error()})
 			continue
 		}
-		cands = append(cands, frontier.Candidate{URL: c, Host: urlnorm.HostKey(c), Priority: prio, Depth: seedDepth})
+		cands = append(cands, frontier.Candidate{URL: c, Host: urlnorm.HostKey(c), Priority: prio, Depth: seedDepth, Cash: n.seedCash()})
 	}
 	if len(cands) > 0 {
 		hosts := make([]string, len(cands))

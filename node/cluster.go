@@ -648,7 +648,7 @@ func (c *cluster) localLinks(links []forward.Link) error {
 func linksToCandidates(links []forward.Link) []frontier.Candidate {
 	cands := make([]frontier.Candidate, len(links))
 	for i, l := range links {
-		cands[i] = frontier.Candidate{URL: l.URL, Depth: int(l.Depth), Hops: int(l.Hops), Priority: l.Priority}
+		cands[i] = frontier.Candidate{URL: l.URL, Depth: int(l.Depth), Hops: int(l.Hops), Priority: l.Priority, Cash: float64(l.Cash)}
 	}
 	return cands
 }

@@ -5,7 +5,8 @@ package node
 //	frontier.Next (a ready host, politeness honoured)
 //	  -> robots.txt known for the host? no: fetch it in this slot, requeue the URL
 //	  -> disallowed? record Drop
-//	  -> fetch (fasthttp, limits)
+//	  -> fetch (fasthttp, limits; conditional for a revisit)
+//	  -> revisit unchanged (304, same body)? WARC revisit record, Done (next visit scheduled)
 //	  -> WARC record written (response, or revisit for a payload seen before)
 //	  -> redirect target / links / sitemap URLs, HTML page's extract job: kept by the slot
 //	  -> committer (group commit of many slots): frontier.Add of all links, one extract
@@ -191,7 +192,12 @@ func (n *Node) handle(ctx context.Context, l *frontier.Lease, ws *workerState) f
 	}
 
 	sent := n.cfg.Now()
-	resp, err := n.client.Do(ctx, fetch.Request{URL: l.URL})
+	req := fetch.Request{URL: l.URL}
+	if l.Revisit {
+		n.stats.revisits.Add(1)
+		req.IfNoneMatch, req.IfModifiedSince = l.Validators.ETag, l.Validators.LastModified
+	}
+	resp, err := n.client.Do(ctx, req)
 	if err != nil {
 		ws.finished = n.cfg.Now()
 		n.met.fetchLatency.WithLabelValues("error").Observe(ws.finished.Sub(sent).Seconds())
@@ -231,6 +237,12 @@ func (n *Node) handle(ctx context.Context, l *frontier.Lease, ws *workerState) f
 		return frontier.Outcome{Kind: frontier.Retry, Status: resp.Status, Err: "http " + http.StatusText(resp.Status)}
 	}
 
+	if l.Revisit {
+		if o, done := n.unchangedRevisit(l, resp); done {
+			return o
+		}
+	}
+
 	// A final response: archive it before anything parses it.
 	loc, err := n.archive(resp, l.URL)
 	if err != nil {
@@ -245,14 +257,21 @@ func (n *Node) handle(ctx context.Context, l *frontier.Lease, ws *workerState) f
 	}
 	n.stats.fetched.Add(1)
 	meta, _ := loc.loc.MarshalBinary()
-	out := frontier.Outcome{Kind: frontier.Fetched, Status: resp.Status, Meta: meta}
+	out := frontier.Outcome{Kind: frontier.Fetched, Status: resp.Status, Meta: meta,
+		Version: &frontier.Version{ETag: resp.ETag, LastModified: resp.LastModified}}
+	if resp.Status == http.StatusOK && !resp.Truncated {
+		out.Version.Hash = bodyHash(resp.Body)
+		if l.Revisit {
+			n.stats.changed.Add(1)
+		}
+	}
 
 	switch {
 	case resp.Status >= 300 && resp.Status < 400:
 		n.stats.redirects.Add(1)
 		if resp.Location != "" && l.Hops < n.cfg.MaxRedirects {
 			if target, err := urlnorm.Canonicalize(resp.Location); err == nil {
-				ws.keep(n, []frontier.Candidate{{URL: target, Host: urlnorm.HostKey(target), Depth: l.Depth, Hops: l.Hops + 1, From: l.URL, Priority: l.Priority}})
+				ws.keep(n, []frontier.Candidate{{URL: target, Host: urlnorm.HostKey(target), Depth: l.Depth, Hops: l.Hops + 1, From: l.URL, Priority: l.Priority, Cash: l.Cash}})
 			}
 		}
 		return out
@@ -281,6 +300,7 @@ func (n *Node) processHTML(ctx context.Context, l *frontier.Lease, resp *fetch.R
 		ws.page.Resolve(l.URL, func(canonical string, _ extract.Link) {
 			ws.cands = append(ws.cands, frontier.Candidate{URL: canonical, Host: urlnorm.HostKey(canonical), Depth: depth, From: l.URL, Priority: l.Priority})
 		})
+		splitCash(ws.cands, l.Cash)
 		ws.keep(n, ws.cands)
 	}
 	if n.cfg.NoExtract {
@@ -333,14 +353,17 @@ func (n *Node) enqueueJobs(ctx context.Context, jobs []corpus.Job) {
 // processSitemap queues the URLs (or child sitemaps) a sitemap lists.
 func (n *Node) processSitemap(l *frontier.Lease, resp *fetch.Response, ws *workerState) {
 	ws.cands = ws.cands[:0]
-	_, err := extract.ParseSitemap(resp.Body, func(loc string, _ time.Time, _ string, _ float64) {
+	now := n.cfg.Now()
+	_, err := extract.ParseSitemap(resp.Body, func(loc string, lastmod time.Time, changefreq string, _ float64) {
 		if c, err := urlnorm.Resolve(l.URL, loc); err == nil {
-			ws.cands = append(ws.cands, frontier.Candidate{URL: c, Host: urlnorm.HostKey(c), Depth: l.Depth + 1, From: l.URL, Priority: l.Priority})
+			ws.cands = append(ws.cands, frontier.Candidate{URL: c, Host: urlnorm.HostKey(c), Depth: l.Depth + 1, From: l.URL, Priority: l.Priority,
+				ChangeHint: changeHint(changefreq, lastmod, now)})
 		}
 	})
 	if err != nil {
 		n.log.Debug("sitemap parse", "url", l.URL, "err", err)
 	}
+	splitCash(ws.cands, l.Cash)
 	ws.keep(n, ws.cands)
 }
 
@@ -391,7 +414,7 @@ func (n *Node) route(ctx context.Context, cands []frontier.Candidate) (frontier.
 		if c.holdsLocal(ring.PartitionOf(h)) {
 			local = append(local, cd)
 		} else {
-			remote = append(remote, forward.Link{URL: cd.URL, Depth: forward.Clamp16(cd.Depth), Hops: forward.Clamp16(cd.Hops), Priority: cd.Priority})
+			remote = append(remote, forward.Link{URL: cd.URL, Depth: forward.Clamp16(cd.Depth), Hops: forward.Clamp16(cd.Hops), Priority: cd.Priority, Cash: float32(cd.Cash)})
 		}
 	}
 	var res frontier.AddResult

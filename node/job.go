@@ -33,6 +33,11 @@ type JobSettings struct {
 	Scope           string   `json:"scope"`
 	Include         []string `json:"include"`
 	Exclude         []string `json:"exclude"`
+	Recrawl         bool     `json:"recrawl"`
+	RecrawlMin      string   `json:"recrawl_min"`
+	RecrawlMax      string   `json:"recrawl_max"`
+	RevisitShare    float64  `json:"revisit_share"`
+	Priority        string   `json:"priority"`
 }
 
 // effectiveJob merges the job configuration over the node's flags.
@@ -41,6 +46,26 @@ func (n *Node) effectiveJob(j control.JobConfig) (JobSettings, error) {
 		UserAgent: n.cfg.UserAgent, DefaultDelay: n.cfg.Delay.String(), PerHost: n.cfg.PerHost,
 		MaxDepth: n.cfg.MaxDepth, MaxPagesPerHost: n.cfg.MaxPagesPerHost, Scope: string(n.cfg.Scope),
 		Include: n.cfg.Include, Exclude: n.cfg.Exclude,
+		Recrawl: n.cfg.Recrawl, RecrawlMin: n.cfg.RecrawlMin.String(), RecrawlMax: n.cfg.RecrawlMax.String(),
+		RevisitShare: n.cfg.RevisitShare, Priority: n.cfg.Priority,
+	}
+	switch j.Recrawl {
+	case "on":
+		e.Recrawl = true
+	case "off":
+		e.Recrawl = false
+	}
+	if j.RecrawlMin > 0 {
+		e.RecrawlMin = j.RecrawlMin.String()
+	}
+	if j.RecrawlMax > 0 {
+		e.RecrawlMax = j.RecrawlMax.String()
+	}
+	if j.RevisitShare > 0 {
+		e.RevisitShare = j.RevisitShare
+	}
+	if j.Priority != "" {
+		e.Priority = j.Priority
 	}
 	if j.UserAgent != "" {
 		e.UserAgent = j.UserAgent
@@ -95,8 +120,13 @@ func (n *Node) applyJobSettings(j control.JobConfig) {
 	n.delay.Store(int64(delay))
 	n.front.SetLimits(frontier.Limits{DefaultDelay: delay, PerHost: e.PerHost, MaxDepth: e.MaxDepth, MaxPagesPerHost: e.MaxPagesPerHost})
 	n.scope.rules.Store(&scopeRules{mode: Scope(e.Scope), include: inc, exclude: exc})
+	rmin, _ := time.ParseDuration(e.RecrawlMin)
+	rmax, _ := time.ParseDuration(e.RecrawlMax)
+	n.front.SetRecrawl(frontier.Recrawl{Enabled: e.Recrawl, Min: rmin, Max: max(rmax, rmin), Share: e.RevisitShare})
+	n.bfs.Store(e.Priority == PriorityBFS)
 	n.log.Info("job configuration applied", "version", j.Version, "user_agent", e.UserAgent, "delay", e.DefaultDelay,
-		"per_host", e.PerHost, "max_depth", e.MaxDepth, "max_pages_per_host", e.MaxPagesPerHost, "scope", e.Scope)
+		"per_host", e.PerHost, "max_depth", e.MaxDepth, "max_pages_per_host", e.MaxPagesPerHost, "scope", e.Scope,
+		"recrawl", e.Recrawl, "recrawl_min", e.RecrawlMin, "recrawl_max", e.RecrawlMax, "revisit_share", e.RevisitShare, "priority", e.Priority)
 }
 
 // jobPatch is PATCH /v1/job: the fields to change (absent ones stay).
@@ -109,6 +139,11 @@ type jobPatch struct {
 	Scope           *string   `json:"scope"`
 	Include         *[]string `json:"include"`
 	Exclude         *[]string `json:"exclude"`
+	Recrawl         *string   `json:"recrawl"`       // "on", "off" or "" (each node's flag)
+	RecrawlMin      *string   `json:"recrawl_min"`   // duration; "0": each node's flag
+	RecrawlMax      *string   `json:"recrawl_max"`   // likewise
+	RevisitShare    *float64  `json:"revisit_share"` // (0,1]; 0: each node's flag
+	Priority        *string   `json:"priority"`      // "opic", "bfs" or "" (each node's flag)
 }
 
 func (n *Node) getJob(w http.ResponseWriter, r *http.Request) {
@@ -167,6 +202,40 @@ func (n *Node) patchJob(w http.ResponseWriter, r *http.Request) {
 				return err
 			}
 			j.Exclude = *p.Exclude
+		}
+		if p.Recrawl != nil {
+			if *p.Recrawl != "" && *p.Recrawl != "on" && *p.Recrawl != "off" {
+				return fmt.Errorf("recrawl %q: want on, off or \"\" (each node's flag)", *p.Recrawl)
+			}
+			j.Recrawl = *p.Recrawl
+		}
+		for _, f := range []struct {
+			v    *string
+			dst  *time.Duration
+			name string
+		}{{p.RecrawlMin, &j.RecrawlMin, "recrawl_min"}, {p.RecrawlMax, &j.RecrawlMax, "recrawl_max"}} {
+			if f.v != nil {
+				d, err := time.ParseDuration(*f.v)
+				if err != nil || d < 0 {
+					return fmt.Errorf("%s %q: want a duration such as 6h (0: each node's flag)", f.name, *f.v)
+				}
+				*f.dst = d
+			}
+		}
+		if j.RecrawlMin > 0 && j.RecrawlMax > 0 && j.RecrawlMax < j.RecrawlMin {
+			return fmt.Errorf("recrawl_max %s is below recrawl_min %s", j.RecrawlMax, j.RecrawlMin)
+		}
+		if p.RevisitShare != nil {
+			if *p.RevisitShare < 0 || *p.RevisitShare > 1 {
+				return fmt.Errorf("revisit_share must be in [0,1] (0: each node's flag)")
+			}
+			j.RevisitShare = *p.RevisitShare
+		}
+		if p.Priority != nil {
+			if *p.Priority != "" && *p.Priority != PriorityOPIC && *p.Priority != PriorityBFS {
+				return fmt.Errorf("priority %q: want opic, bfs or \"\" (each node's flag)", *p.Priority)
+			}
+			j.Priority = *p.Priority
 		}
 		return nil
 	}

@@ -60,6 +60,10 @@ func newMetrics(n *Node) *metrics {
 	counter("robots_requests_total", "robots.txt fetches.", nil, func() float64 { return float64(st.robotsReq.Load()) })
 	counter("robots_disallowed_total", "URLs dropped because robots.txt disallows them.", nil, func() float64 { return float64(st.robotsDeny.Load()) })
 	counter("fetched_bytes_total", "Response body bytes as received.", nil, func() float64 { return float64(st.bytes.Load()) })
+	revisits := "Revisits of fetched pages (--recrawl), by what they found."
+	counter("revisits_total", revisits, prometheus.Labels{"result": "not_modified"}, func() float64 { return float64(st.notModified.Load()) })
+	counter("revisits_total", revisits, prometheus.Labels{"result": "unchanged"}, func() float64 { return float64(st.unchanged.Load()) })
+	counter("revisits_total", revisits, prometheus.Labels{"result": "changed"}, func() float64 { return float64(st.changed.Load()) })
 
 	// Frontier gauges come from one Stats call per scrape, not one per gauge.
 	var cache struct {
@@ -78,6 +82,10 @@ func newMetrics(n *Node) *metrics {
 	gauge("frontier_queued_urls", "URLs waiting in the frontier's queues.", func() float64 { return float64(fstats().Queued) })
 	gauge("frontier_in_flight", "URLs leased and not yet recorded.", func() float64 { return float64(fstats().InFlight) })
 	gauge("frontier_retry_pending", "URLs waiting for their retry time.", func() float64 { return float64(fstats().RetryPending) })
+	gauge("frontier_revisits_pending", "Fetched URLs scheduled for another visit (--recrawl), due ones included.", func() float64 {
+		fs := fstats()
+		return float64(fs.RevisitPending + fs.RevisitQueued)
+	})
 	gauge("frontier_dead_letters", "URLs parked after repeated failures.", func() float64 { return float64(fstats().DeadLetters) })
 	gauge("frontier_seen_urls", "URLs in the seen set.", func() float64 { return float64(fstats().Seen) })
 	gauge("frontier_hosts", "Hosts the frontier knows.", func() float64 { return float64(fstats().Hosts) })

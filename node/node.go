@@ -69,6 +69,19 @@ type Config struct {
 	RobotsMaxTries  int
 	// RetryBase is the first backoff of a transiently failed URL. Default 2s.
 	RetryBase time.Duration
+	// Recrawl turns on continuous crawling: every fetched page is visited again, at an
+	// interval from its estimated change rate within [RecrawlMin, RecrawlMax] (defaults 1h
+	// and 30 days), with a conditional GET; RevisitShare (default 0.5) is the share of a
+	// host's requests revisits get while it also has new URLs. A continuous crawl never
+	// ends by itself (ExitWhenDone waits for ever; use MaxPages or a signal).
+	Recrawl                bool
+	RecrawlMin, RecrawlMax time.Duration
+	RevisitShare           float64
+	// Priority is the crawl order: PriorityBFS (default: breadth-first) or PriorityOPIC
+	// (important pages first by OPIC cash, breadth-first as the tie-break). On simweb's
+	// graph breadth-first fetches more PageRank early (BENCHMARKS.md), so it stays the
+	// default.
+	Priority string
 	// Scope says which links are followed (default ScopeAll); Include and Exclude are
 	// regular expressions matched against canonical URLs: a link is followed only if it
 	// matches no Exclude and, when Include is given, at least one Include. Seeds are
@@ -160,6 +173,18 @@ func (c *Config) setDefaults() {
 	if c.RetryBase == 0 {
 		c.RetryBase = 2 * time.Second
 	}
+	if c.RecrawlMin == 0 {
+		c.RecrawlMin = time.Hour
+	}
+	if c.RecrawlMax == 0 {
+		c.RecrawlMax = max(30*24*time.Hour, c.RecrawlMin)
+	}
+	if c.RevisitShare == 0 {
+		c.RevisitShare = 0.5
+	}
+	if c.Priority == "" {
+		c.Priority = PriorityBFS
+	}
 	if c.ExtractWorkers == 0 {
 		c.ExtractWorkers = runtime.NumCPU()
 	}
@@ -201,6 +226,12 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: concurrency must be >= 1", ErrBadConfig)
 	case c.MaxBodySize < 1024:
 		return fmt.Errorf("%w: max body size must be >= 1 KiB", ErrBadConfig)
+	case c.RecrawlMin < 0 || c.RecrawlMax < c.RecrawlMin:
+		return fmt.Errorf("%w: need 0 < recrawl-min <= recrawl-max", ErrBadConfig)
+	case c.RevisitShare < 0 || c.RevisitShare > 1:
+		return fmt.Errorf("%w: revisit-share must be in (0,1]", ErrBadConfig)
+	case c.Priority != PriorityOPIC && c.Priority != PriorityBFS:
+		return fmt.Errorf("%w: priority %q: want opic or bfs", ErrBadConfig, c.Priority)
 	}
 	if _, err := ParseScope(string(c.Scope)); err != nil {
 		return err
@@ -247,6 +278,7 @@ type Node struct {
 	cl     *cluster
 	ua     atomic.Pointer[string] // the user agent now (the job configuration may change it)
 	delay  atomic.Int64           // the default per-host delay now (ns), likewise
+	bfs    atomic.Bool            // breadth-first order: no OPIC cash (Config.Priority, job)
 
 	started      time.Time
 	stats        counters
@@ -279,6 +311,7 @@ func New(cfg Config) (*Node, error) {
 			n.closeStores()
 		}
 	}()
+	n.bfs.Store(cfg.Priority == PriorityBFS)
 	n.db, err = openBadger(dir.BadgerDir())
 	if err != nil {
 		return nil, err
@@ -294,6 +327,8 @@ func New(cfg Config) (*Node, error) {
 		MaxDepth:        cfg.MaxDepth,
 		MaxPagesPerHost: cfg.MaxPagesPerHost,
 		BackoffBase:     cfg.RetryBase,
+		Recrawl:         frontier.Recrawl{Enabled: cfg.Recrawl, Min: cfg.RecrawlMin, Max: cfg.RecrawlMax, Share: cfg.RevisitShare},
+		Importance:      true, // cash is zero in breadth-first mode, so nothing accumulates
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open frontier: %w", err)
@@ -649,7 +684,7 @@ func (n *Node) addSeeds(seeds []string) error {
 		if err != nil {
 			return fmt.Errorf("%w: seed %q: %v", ErrBadConfig, s, err)
 		}
-		cands = append(cands, frontier.Candidate{URL: c, Host: urlnorm.HostKey(c)})
+		cands = append(cands, frontier.Candidate{URL: c, Host: urlnorm.HostKey(c), Cash: n.seedCash()})
 	}
 	hosts := make([]string, len(cands))
 	for i, c := range cands {
@@ -679,6 +714,9 @@ type counters struct {
 	busy       atomic.Int64 // leases between Next and Done (in a fetch slot or waiting for their links' commit)
 	slots      atomic.Int64 // fetch slots busy with a lease (robots, fetch, archive, parse)
 	bytes      atomic.Int64
+	// revisits: fetches of pages seen before; of those, notModified answered 304,
+	// unchanged had the same body, changed a new version.
+	revisits, notModified, unchanged, changed atomic.Int64
 
 	classMu sync.Mutex
 	classes map[string]int64 // transport errors by class

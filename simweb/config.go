@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 )
@@ -172,6 +173,15 @@ type Config struct {
 	// Works when the Web serves through Start. Default 0.
 	ConnLimitHosts int
 
+	// --- change over time (continuous crawling) ---
+
+	// ChangeIntervals, when set, make the home and article pages change: each page gets
+	// one of these intervals (chosen from the page, about evenly), 0 meaning "never
+	// changes". Such pages carry ETag and Last-Modified, answer conditional requests with
+	// 304, show their revision in the body, and sitemaps give their lastmod and changefreq.
+	// Freshness judges a crawl of them. Default none (no page ever changes).
+	ChangeIntervals []time.Duration
+
 	// Clock stamps the request log and Retry-After windows. Default time.Now.
 	Clock func() time.Time
 	// Logger receives server errors. Default slog.Default().
@@ -278,6 +288,8 @@ func (c Config) Validate() error {
 	case c.CrawlDelay < 0 || c.SlowFirstByte < 0 || c.TrickleDuration < 0 || c.RetryAfter < 0 ||
 		c.LatencyMedian < 0 || c.LatencyMax < 0 || c.TimeoutHang < 0 || c.TransferRateMedian < 0:
 		return bad("durations must not be negative")
+	case slices.ContainsFunc(c.ChangeIntervals, func(d time.Duration) bool { return d < 0 || (d > 0 && d < time.Second) }):
+		return bad("change intervals must be 0 (never) or at least 1s")
 	case c.HugeBodyBytes < 0 || c.CrossHostLinks < 0 || c.RandomLinks < 0:
 		return bad("sizes and link counts must not be negative")
 	case c.LatencyHostSigma < 0 || c.LatencyRequestSigma < 0 || c.LatencyHostSigma > 3 || c.LatencyRequestSigma > 3:

@@ -75,7 +75,8 @@ func optionsFromQuery(r *http.Request) ReportOptions {
 	return o
 }
 
-// control serves /_simweb/: report, mustreach, log, reset, page, seeds, hosts, duplicates.
+// control serves /_simweb/: report, mustreach, log, reset, page, seeds, hosts, duplicates,
+// freshness, pagerank.
 func (w *Web) control(rw http.ResponseWriter, r *http.Request) {
 	js := func(v any) {
 		rw.Header().Set("Content-Type", "application/json")
@@ -113,7 +114,28 @@ func (w *Web) control(rw http.ResponseWriter, r *http.Request) {
 		js(w.Hosts())
 	case "duplicates":
 		js(map[string][][]string{"exact": w.ExactDuplicateGroups(), "near": w.NearDuplicateGroups()})
+	case "freshness":
+		// from, to: RFC 3339 (default: the first request, now); min: a duration.
+		q := r.URL.Query()
+		from, _ := time.Parse(time.RFC3339Nano, q.Get("from"))
+		to, err := time.Parse(time.RFC3339Nano, q.Get("to"))
+		if err != nil {
+			to = w.cfg.Clock()
+		}
+		if from.IsZero() {
+			if l := w.Log(); len(l) > 0 {
+				from = l[0].Arrival
+			}
+		}
+		minIv, _ := time.ParseDuration(q.Get("min"))
+		js(w.Freshness(from, to, minIv))
+	case "pagerank":
+		f, err := strconv.ParseFloat(r.URL.Query().Get("fraction"), 64)
+		if err != nil || f <= 0 || f > 1 {
+			f = 0.1
+		}
+		js(w.PageRankShare(optionsFromQuery(r), f))
 	default:
-		http.Error(rw, "endpoints: report mustreach log reset(POST) page?url= seeds hosts duplicates", http.StatusNotFound)
+		http.Error(rw, "endpoints: report mustreach log reset(POST) page?url= seeds hosts duplicates freshness?from=&to=&min= pagerank?fraction=", http.StatusNotFound)
 	}
 }

@@ -643,6 +643,7 @@ type doc struct {
 	textKey    [3]uint64 // identity of the main text (content host, text id, edited)
 	familyKey  [2]uint64 // identity of the base text before near-dup edits
 	status     int
+	revision   int // version of a changing page (ChangeIntervals), shown in the body
 }
 
 func (w *Web) wordsFor(content int, id uint64) int {

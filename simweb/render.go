@@ -9,6 +9,7 @@ import (
 	"image/png"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // mainText generates the planted main text: paragraphs of sentences from the word list.
@@ -243,6 +244,9 @@ func (w *Web) renderHTML(d *doc) []byte {
 	b.WriteString("</ul></nav></header>\n<div class=\"layout\">\n<main>\n<article>\n<h1>" + esc(d.title) + "</h1>\n")
 	br := newRng(d.textSeed ^ 0x5555)
 	b.WriteString("<p class=\"byline\">By " + title(wordAt(br), wordAt(br)) + " · " + fmt.Sprintf("2025-%02d-%02d", 1+br.intn(12), 1+br.intn(28)) + "</p>\n")
+	if d.revision > 0 {
+		b.WriteString("<p class=\"revision\">Updated: revision " + strconv.Itoa(d.revision) + ".</p>\n")
+	}
 	b.WriteString("<div class=\"article-body\">\n")
 	for _, p := range text {
 		b.WriteString("<" + tag("p") + ">" + esc(p))
@@ -397,8 +401,16 @@ func (w *Web) renderSitemap(rs res) []byte {
 		return b.Bytes()
 	}
 	b.WriteString("<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n")
+	now := w.cfg.Clock()
 	for _, l := range w.sitemapLocs(rs) {
-		b.WriteString("  <url><loc>" + esc(l) + "</loc><changefreq>weekly</changefreq></url>\n")
+		if len(w.cfg.ChangeIntervals) == 0 {
+			b.WriteString("  <url><loc>" + esc(l) + "</loc><changefreq>weekly</changefreq></url>\n")
+			continue
+		}
+		hn, pq := splitURL(l)
+		p := w.changeInterval(w.route(hn, pq))
+		_, begin := w.versionAt(l, p, now)
+		b.WriteString("  <url><loc>" + esc(l) + "</loc><lastmod>" + begin.UTC().Format(time.RFC3339) + "</lastmod><changefreq>" + changefreqOf(p) + "</changefreq></url>\n")
 	}
 	b.WriteString("</urlset>\n")
 	if rs.kind == kSitemapPart && rs.n == 1 {

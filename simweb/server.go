@@ -33,6 +33,11 @@ type RequestRecord struct {
 	RobotsFile   bool          `json:"robots_file,omitempty"` // /robots.txt or its redirect chain
 	TrapHost     string        `json:"-"`                     // parent host of a trap request
 	Refused      bool          `json:"refused,omitempty"`     // second connection to a ConnLimit host
+	// Version is the version of a changing page (Config.ChangeIntervals) that the answer
+	// carried (200) or confirmed (304); -1 for every other resource.
+	Version int `json:"version"`
+	// Conditional: the request had If-None-Match or If-Modified-Since.
+	Conditional bool `json:"conditional,omitempty"`
 }
 
 // dropConn closes the request's connection without an answer.
@@ -62,6 +67,9 @@ type Web struct {
 
 	cacheMu sync.Mutex
 	mrCache map[string]*mustReachSet
+	prCache map[string]map[string]float64
+
+	epoch time.Time // page versions count from here (Config.ChangeIntervals)
 
 	srvMu   sync.Mutex
 	srv     *http.Server
@@ -76,8 +84,8 @@ func New(cfg Config) (*Web, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	w := &Web{cfg: cfg, hits: map[string]int{}, mrCache: map[string]*mustReachSet{}, done: make(chan struct{}),
-		connOf: map[net.Conn]*connInfo{}, hostConn: map[string]*connInfo{}}
+	w := &Web{cfg: cfg, hits: map[string]int{}, mrCache: map[string]*mustReachSet{}, prCache: map[string]map[string]float64{},
+		done: make(chan struct{}), epoch: cfg.Clock(), connOf: map[net.Conn]*connInfo{}, hostConn: map[string]*connInfo{}}
 	w.generate()
 	return w, nil
 }
@@ -266,7 +274,8 @@ func (w *Web) serveHTTP(rw http.ResponseWriter, r *http.Request) {
 	pq := CanonicalPathQuery(escPath, rawQ)
 	rs := w.route(hostname, pq)
 	rec := RequestRecord{Arrival: arrival, Host: hostname, Path: escPath, RawQuery: rawQ,
-		CanonicalURL: "http://" + hostname + pq, UserAgent: r.UserAgent(), Trap: rs.trap, RobotsFile: rs.isRobotsFile()}
+		CanonicalURL: "http://" + hostname + pq, UserAgent: r.UserAgent(), Trap: rs.trap, RobotsFile: rs.isRobotsFile(),
+		Version: -1, Conditional: r.Header.Get("If-None-Match") != "" || r.Header.Get("If-Modified-Since") != ""}
 	if rs.h != nil {
 		rec.TrapHost = rs.h.name
 	}
@@ -294,7 +303,7 @@ func (w *Web) serveHTTP(rw http.ResponseWriter, r *http.Request) {
 		if rs.h != nil && rs.h.rate > 0 {
 			out = &pacedWriter{countingWriter: cw, ctx: r.Context(), w: w, rate: rs.h.rate}
 		}
-		rec.RetryAfter = w.serve(out, r, rs, nth == 1)
+		rec.RetryAfter = w.serve(out, r, rs, nth == 1, arrival, &rec.Version)
 	}
 	rec.Status, rec.Bytes = cw.status, cw.n
 	rec.Finish = w.cfg.Clock()
@@ -357,7 +366,7 @@ type flushWriter interface {
 	http.Hijacker
 }
 
-func (w *Web) serve(rw flushWriter, r *http.Request, rs res, first bool) time.Duration {
+func (w *Web) serve(rw flushWriter, r *http.Request, rs res, first bool, now time.Time, version *int) time.Duration {
 	h := rs.h
 	hd := rw.Header()
 	redirect := func(code int, loc string) {
@@ -482,6 +491,18 @@ func (w *Web) serve(rw flushWriter, r *http.Request, rs res, first bool) time.Du
 		}
 		if d.tdmHeader {
 			hd.Set("tdm-reservation", "1")
+		}
+		if len(w.cfg.ChangeIntervals) > 0 && (rs.kind == kHome || rs.kind == kArticle) {
+			v, begin := w.versionAt(d.url, w.changeInterval(rs), now)
+			etag := etagOf(d.url, v)
+			hd.Set("ETag", etag)
+			hd.Set("Last-Modified", begin.UTC().Format(http.TimeFormat))
+			*version = v
+			if notModified(r, etag, begin) {
+				rw.WriteHeader(http.StatusNotModified)
+				return 0
+			}
+			d.revision = v
 		}
 		w.write(rw, r, h, 200, htmlType, w.renderHTML(d))
 	}

@@ -115,6 +115,7 @@ var flagGroups = []struct {
 }{
 	{"Crawl", []string{"data", "name", "seed", "seeds", "exit-when-done", "max-pages", "config"}},
 	{"Scope", []string{"scope", "include", "exclude"}},
+	{"Freshness and priority", []string{"recrawl", "recrawl-min", "recrawl-max", "revisit-share", "priority"}},
 	{"Politeness", []string{"delay", "per-host", "user-agent", "robots-retry"}},
 	{"Limits", []string{"max-depth", "max-pages-per-host", "concurrency", "timeout", "max-body", "retry-base", "min-free-disk"}},
 	{"Network", []string{"resolve", "dns", "dns-cache-ttl"}},

@@ -88,6 +88,11 @@ func newCrawlFlags(name string) *crawlFlags {
 	fs.IntVar(&c.MaxBodySize, "max-body", 10<<20, "bodies are cut at this many bytes (recorded as truncated)")
 	fs.DurationVar(&f.robotsRetry, "robots-retry", 10*time.Second, "first wait after a 5xx/unreachable robots.txt (doubles; host parked after 5 tries)")
 	fs.DurationVar(&c.RetryBase, "retry-base", 2*time.Second, "first backoff of a transiently failed URL (exponential with jitter; dead letter after 5 tries)")
+	fs.BoolVar(&c.Recrawl, "recrawl", false, "continuous crawling: revisit every fetched page, sooner the more often it changes (conditional GET; the crawl never ends by itself)")
+	fs.DurationVar(&c.RecrawlMin, "recrawl-min", time.Hour, "with --recrawl: shortest interval between two visits of a page")
+	fs.DurationVar(&c.RecrawlMax, "recrawl-max", 30*24*time.Hour, "with --recrawl: longest interval between two visits of a page (= --recrawl-min: a fixed interval)")
+	fs.Float64Var(&c.RevisitShare, "revisit-share", 0.5, "with --recrawl: share of each host's requests that goes to revisits while it also has new URLs")
+	fs.StringVar(&c.Priority, "priority", "bfs", "crawl order: bfs (breadth-first) or opic (important pages first by OPIC cash, breadth-first tie-break)")
 	fs.IntVar(&c.ExtractWorkers, "extract-workers", 0, "text extraction workers (default: number of CPUs)")
 	fs.IntVar(&c.WARCGzipLevel, "warc-gzip-level", 1, "gzip level of WARC records: 1 fastest LZ77; -2 Huffman-only (same format, ~4x less CPU, ~40% larger files); up to 9")
 	fs.IntVar(&c.ExtractNice, "extract-nice", 10, "nice value (0-19) of the extract workers' threads: the fetch stage gets the CPU first, extraction lags (0: same priority, Linux only)")
@@ -161,6 +166,10 @@ func (f *crawlFlags) parse(args []string) error {
 		{c.MaxBodySize < 1024, "max-body", ">= 1024"},
 		{f.robotsRetry <= 0, "robots-retry", "> 0"},
 		{c.RetryBase <= 0, "retry-base", "> 0"},
+		{c.RecrawlMin <= 0, "recrawl-min", "> 0"},
+		{c.RecrawlMax < c.RecrawlMin, "recrawl-max", ">= --recrawl-min"},
+		{c.RevisitShare <= 0 || c.RevisitShare > 1, "revisit-share", "in (0, 1]"},
+		{c.Priority != node.PriorityOPIC && c.Priority != node.PriorityBFS, "priority", "opic or bfs"},
 		{c.ExtractWorkers < 0, "extract-workers", ">= 0"},
 		{c.Filters.MinTextLength < 0, "min-text-length", ">= 0"},
 		{c.Filters.MaxLinkDensity <= 0 || c.Filters.MaxLinkDensity > 1, "max-link-density", "in (0, 1]"},

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -87,8 +88,19 @@ func run(args []string) error {
 	fs.Int64Var(&c.TransferRateMedian, "transfer-rate", c.TransferRateMedian, "median per-host transfer rate, bytes/s (0: unlimited)")
 	fs.IntVar(&c.TimeoutHosts, "timeout-hosts", c.TimeoutHosts, "hosts that never answer, robots.txt included (disallow all)")
 	fs.IntVar(&c.ConnLimitHosts, "conn-limit-hosts", c.ConnLimitHosts, "hosts refusing a second connection while one is open")
+	changes := fs.String("change-intervals", "", "comma-separated change intervals of pages (0 = never), e.g. 0,5s,20s: pages then change, answer conditional GETs, and /_simweb/freshness judges a continuous crawl")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	for _, s := range strings.Split(*changes, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			return fmt.Errorf("--change-intervals: %v", err)
+		}
+		c.ChangeIntervals = append(c.ChangeIntervals, d)
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("component", "simweb")
 	c.Logger = log
