@@ -98,7 +98,7 @@ func startDockerCluster(t *testing.T, image string, hosts, seed int, grace time.
 		d.env = append(os.Environ(), "CRAWLNODE_IMAGE="+image, "CRAWLNODE_SUBNET="+d.subnet,
 			fmt.Sprintf("SIMWEB_HOSTS=%d", hosts), fmt.Sprintf("SIMWEB_SEED=%d", seed),
 			"CRAWLNODE_GRACE="+grace.String(), "CRAWLNODE_DELAY="+d.delay.String(), "CRAWLNODE_LOG_LEVEL=warn",
-			"CRAWLNODE_NO_EXTRACT=true")
+			"CRAWLNODE_NO_EXTRACT=true", "SIMWEB_CRAWL_DELAY_HOSTS=0")
 	}
 	setSubnet()
 	t.Cleanup(func() {

@@ -338,7 +338,7 @@ func TestClusterScaleOut(t *testing.T) {
 	}
 	t.Parallel() // mostly waiting on politeness delays: two at a time share the cores
 	const delay = 20 * time.Millisecond
-	w, addr := web(t, func(c *simweb.Config) { c.Hosts = 100; c.Seed = 21 })
+	w, addr := web(t, func(c *simweb.Config) { c.Hosts = 100; c.Seed = 21; c.CrawlDelayHosts = 0 })
 	seeds := filepath.Join(t.TempDir(), "seeds.txt")
 	if err := w.WriteSeeds(seeds); err != nil {
 		t.Fatal(err)
@@ -380,7 +380,7 @@ func TestClusterRollingRestart(t *testing.T) {
 	t.Parallel() // mostly waiting on politeness delays: two at a time share the cores
 	const delay = 20 * time.Millisecond
 	const grace = 20 * time.Second
-	w, addr := web(t, func(c *simweb.Config) { c.Hosts = 100; c.Seed = 22 })
+	w, addr := web(t, func(c *simweb.Config) { c.Hosts = 100; c.Seed = 22; c.CrawlDelayHosts = 0 })
 	seeds := filepath.Join(t.TempDir(), "seeds.txt")
 	if err := w.WriteSeeds(seeds); err != nil {
 		t.Fatal(err)
@@ -442,7 +442,7 @@ func TestClusterDecommissionAndKill(t *testing.T) {
 	t.Parallel() // mostly waiting on politeness delays: two at a time share the cores
 	const delay = 20 * time.Millisecond
 	const grace = 20 * time.Second
-	w, addr := web(t, func(c *simweb.Config) { c.Hosts = 100; c.Seed = 23 })
+	w, addr := web(t, func(c *simweb.Config) { c.Hosts = 100; c.Seed = 23; c.CrawlDelayHosts = 0 })
 	seeds := filepath.Join(t.TempDir(), "seeds.txt")
 	if err := w.WriteSeeds(seeds); err != nil {
 		t.Fatal(err)
@@ -538,7 +538,7 @@ func TestClusterJobConfig(t *testing.T) {
 	}
 	t.Parallel() // mostly waiting on politeness delays: two at a time share the cores
 	const delay = 20 * time.Millisecond
-	w, addr := web(t, func(c *simweb.Config) { c.Hosts = 60; c.Seed = 24 })
+	w, addr := web(t, func(c *simweb.Config) { c.Hosts = 60; c.Seed = 24; c.CrawlDelayHosts = 0 })
 	seeds := filepath.Join(t.TempDir(), "seeds.txt")
 	if err := w.WriteSeeds(seeds); err != nil {
 		t.Fatal(err)
@@ -653,7 +653,7 @@ func TestClusterNodeLostForGood(t *testing.T) {
 	t.Parallel() // mostly waiting on politeness delays: two at a time share the cores
 	const delay = 20 * time.Millisecond
 	const grace = 5 * time.Second
-	w, addr := web(t, func(c *simweb.Config) { c.Hosts = 100; c.Seed = 25 })
+	w, addr := web(t, func(c *simweb.Config) { c.Hosts = 100; c.Seed = 25; c.CrawlDelayHosts = 0 })
 	seeds := filepath.Join(t.TempDir(), "seeds.txt")
 	if err := w.WriteSeeds(seeds); err != nil {
 		t.Fatal(err)

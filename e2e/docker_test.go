@@ -30,7 +30,7 @@ func TestDockerCompose(t *testing.T) {
 	setSubnet := func() {
 		subnet := fmt.Sprintf("172.29.%d", 10+rand.IntN(240))
 		env = append(os.Environ(), "CRAWLNODE_IMAGE="+image, "CRAWLNODE_SUBNET="+subnet, "SIMWEB_HOSTS=100", "SIMWEB_SEED=31",
-			"CRAWLNODE_GRACE=30s", "CRAWLNODE_DELAY=20ms", "CRAWLNODE_LOG_LEVEL=warn", "CRAWLNODE_NO_EXTRACT=true")
+			"CRAWLNODE_GRACE=30s", "CRAWLNODE_DELAY=20ms", "CRAWLNODE_LOG_LEVEL=warn", "CRAWLNODE_NO_EXTRACT=true", "SIMWEB_CRAWL_DELAY_HOSTS=0")
 	}
 	setSubnet()
 	compose := func(args ...string) (string, error) {

@@ -325,9 +325,9 @@ func (w *Web) Report(o ReportOptions) Report {
 				if n > 0 {
 					prev = recs[idx[n-1]]
 				}
-				addSample(&rep.PolitenessSamples, fmt.Sprintf("%s concurrency in_flight=%d allowed=%d: %s %q at %s overlaps %s %q at %s-%s",
-					hn, fh.Len(), o.PerHost, r.CanonicalURL, r.UserAgent, r.Arrival.Format("15:04:05.000"),
-					prev.CanonicalURL, prev.UserAgent, prev.Arrival.Format("15:04:05.000"), prev.Finish.Format("15:04:05.000")))
+				addSample(&rep.PolitenessSamples, fmt.Sprintf("%s concurrency in_flight=%d allowed=%d: %s %q from %s at %s overlaps %s %q from %s at %s-%s",
+					hn, fh.Len(), o.PerHost, r.CanonicalURL, r.UserAgent, r.Client, r.Arrival.Format("15:04:05.000"),
+					prev.CanonicalURL, prev.UserAgent, prev.Client, prev.Arrival.Format("15:04:05.000"), prev.Finish.Format("15:04:05.000")))
 			}
 			for _, a := range ra {
 				if r.Arrival.After(a.Finish) && r.Arrival.Before(a.Finish.Add(a.RetryAfter-tol)) {

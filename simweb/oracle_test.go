@@ -222,6 +222,10 @@ func (p *politeCrawler) run() {
 		}
 		p.wait(hn, pol.delay)
 		code, hdr, body := p.fetch(it.u)
+		// The delay runs from the response's end, as a real crawler's does: counted from
+		// the request's start, a request the server only began to handle late (a busy
+		// machine) would leave the next one closer than the delay by the server's clock.
+		p.next[hn] = time.Now().Add(pol.delay)
 		switch {
 		case code == 503 || code == 429:
 			secs, _ := strconv.Atoi(hdr.Get("Retry-After"))

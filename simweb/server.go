@@ -33,6 +33,7 @@ type RequestRecord struct {
 	RobotsFile   bool          `json:"robots_file,omitempty"` // /robots.txt or its redirect chain
 	TrapHost     string        `json:"-"`                     // parent host of a trap request
 	Refused      bool          `json:"refused,omitempty"`     // second connection to a ConnLimit host
+	Client       string        `json:"client,omitempty"`      // the client's IP address (tells cluster nodes apart in containers)
 	// Version is the version of a changing page (Config.ChangeIntervals) that the answer
 	// carried (200) or confirmed (304); -1 for every other resource.
 	Version int `json:"version"`
@@ -276,6 +277,9 @@ func (w *Web) serveHTTP(rw http.ResponseWriter, r *http.Request) {
 	rec := RequestRecord{Arrival: arrival, Host: hostname, Path: escPath, RawQuery: rawQ,
 		CanonicalURL: "http://" + hostname + pq, UserAgent: r.UserAgent(), Trap: rs.trap, RobotsFile: rs.isRobotsFile(),
 		Version: -1, Conditional: r.Header.Get("If-None-Match") != "" || r.Header.Get("If-Modified-Since") != ""}
+	if ip, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		rec.Client = ip
+	}
 	if rs.h != nil {
 		rec.TrapHost = rs.h.name
 	}
