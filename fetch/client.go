@@ -3,6 +3,7 @@ package fetch
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -302,6 +303,9 @@ func (c *Client) do(ctx context.Context, req Request, maxBody int, detectKind bo
 		keep, gotBytes, err := rt.run(resp)
 		interrupted := !stop()
 		if err != nil || !keep || interrupted || c.closed.Load() {
+			if err != nil || interrupted || resp.Truncated {
+				abortConn(conn)
+			}
 			h.hc.CloseConn(cc)
 		} else {
 			_ = conn.SetDeadline(time.Time{})
@@ -326,6 +330,21 @@ func (c *Client) do(ctx context.Context, req Request, maxBody int, detectKind bo
 }
 
 func noStop() bool { return true }
+
+// abortConn makes the coming Close reset the connection (SO_LINGER 0) instead of
+// finishing it: what we still had to send is dropped, not delivered late. A request we
+// gave up on (timeout, error) must not reach the server after a network partition heals
+// (the kernel would retransmit it, and a node that no longer holds the host would fetch
+// it once more: a chaos run saw two such requests a few ms after the new owner's), and a
+// server still sending a body we cut learns at once that nobody reads it.
+func abortConn(c net.Conn) {
+	if tc, ok := c.(*tls.Conn); ok {
+		c = tc.NetConn()
+	}
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+}
 
 func ctxErr(rawURL string, err error) error {
 	if errors.Is(err, context.DeadlineExceeded) {
