@@ -329,7 +329,7 @@ type chaosResult struct {
 	Duplicates           int
 	RobotsViolations     int
 	PolitenessViolations int
-	LongestStall         time.Duration // longest time without a request to simweb, fault to end of crawl
+	LongestStall         time.Duration // longest time without a request to simweb, from the fault to the crawl's last 1%
 	Recovery             time.Duration // fault to the fetch rate back at 3/4 of its rate before the fault (after any heal)
 	Crawl                time.Duration // first request to last
 }
@@ -342,10 +342,16 @@ func stallAndRecovery(ts []time.Time, fault, from time.Time) (stall, recovery ti
 	if len(ts) == 0 {
 		return 0, 0
 	}
+	// The crawl's last 1% of requests are left out: retries waiting out their backoff
+	// after everything else is done, not a cluster that stopped.
+	end := ts[len(ts)*99/100]
 	prev := fault
 	for _, t := range ts {
 		if t.Before(fault) {
 			continue
+		}
+		if t.After(end) {
+			break
 		}
 		stall = max(stall, t.Sub(prev))
 		prev = t

@@ -184,20 +184,32 @@ func (r *replicator) run(ctx context.Context) {
 	if r.interval <= 0 {
 		return
 	}
+	// Copies are checked for promotion more often than rounds go out (the partition waits
+	// unfetched until its copy is in), and on a goroutine of their own: a round can wait
+	// seconds on a backup that just died, which must not hold up its partitions' promotion.
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		check := time.NewTicker(min(r.interval, 200*time.Millisecond))
+		defer check.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-check.C:
+				r.promote(ctx)
+			}
+		}
+	}()
+	defer func() { <-done }()
 	tick := time.NewTicker(r.interval)
 	defer tick.Stop()
-	// Copies are checked for promotion more often than rounds go out: the partition
-	// waits unfetched (fence) until its copy is in.
-	check := time.NewTicker(min(r.interval, 200*time.Millisecond))
-	defer check.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
 			r.round(ctx)
-		case <-check.C:
-			r.promote(ctx)
 		}
 	}
 }
@@ -296,7 +308,11 @@ func (r *replicator) round(ctx context.Context) {
 	}
 	slices.Sort(names)
 	for _, b := range names {
-		if err := r.send(ctx, b, groups[b]); err != nil && ctx.Err() == nil {
+		// A backup that died before gossip noticed must not stall the others' rounds.
+		sctx, cancel := context.WithTimeout(ctx, replicaSendTimeout)
+		err := r.send(sctx, b, groups[b])
+		cancel()
+		if err != nil && ctx.Err() == nil {
 			r.failures.Add(1)
 			r.c.log.Debug("replication to backup failed; next round retries", "backup", b, "partitions", len(groups[b]), "err", err)
 		}
@@ -703,6 +719,9 @@ func (r *replicator) held() map[uint16]replicaMeta {
 	})
 	return out
 }
+
+// replicaSendTimeout bounds one round's request to one backup.
+const replicaSendTimeout = 10 * time.Second
 
 // replicaStaleAfter: a copy whose source still holds the partition but has sent nothing
 // for this long went to another backup; it is dropped.
