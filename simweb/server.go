@@ -218,6 +218,12 @@ type countingWriter struct {
 	http.ResponseWriter
 	status int
 	n      int64
+	// lastOK is when a Write last returned without error, failed that one failed: a
+	// response that ends in a failed write (the client went away or stopped reading) ended,
+	// as load on the server, when it last made progress, not when the write gave up.
+	lastOK time.Time
+	failed bool
+	clock  func() time.Time
 }
 
 func (c *countingWriter) WriteHeader(s int) {
@@ -233,6 +239,11 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	}
 	n, err := c.ResponseWriter.Write(p)
 	c.n += int64(n)
+	if err != nil {
+		c.failed = true
+	} else if c.clock != nil {
+		c.lastOK = c.clock()
+	}
 	return n, err
 }
 
@@ -287,7 +298,7 @@ func (w *Web) serveHTTP(rw http.ResponseWriter, r *http.Request) {
 	w.hits[rec.CanonicalURL]++
 	nth := w.hits[rec.CanonicalURL]
 	w.mu.Unlock()
-	cw := &countingWriter{ResponseWriter: rw}
+	cw := &countingWriter{ResponseWriter: rw, clock: w.cfg.Clock}
 	switch {
 	case !w.claimConn(r, rs.h):
 		// A second connection to a host that serves one at a time: refused.
@@ -311,6 +322,11 @@ func (w *Web) serveHTTP(rw http.ResponseWriter, r *http.Request) {
 	}
 	rec.Status, rec.Bytes = cw.status, cw.n
 	rec.Finish = w.cfg.Clock()
+	if cw.failed && !cw.lastOK.IsZero() {
+		// The client was gone: a write blocked until the connection died (a client cut off
+		// by a network partition) or failed at once (a client that cut the body short).
+		rec.Finish = cw.lastOK
+	}
 	w.mu.Lock()
 	w.log = append(w.log, rec)
 	w.mu.Unlock()
