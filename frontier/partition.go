@@ -241,15 +241,28 @@ func (f *Frontier) ExportPartition(p uint16, fn func(family byte, key, value []b
 // when the replica is imported (ImportPartition's merge rules), at worst one repeated
 // fetch, never a lost URL.
 func (f *Frontier) ExportPartitionSince(p uint16, since uint64, fn func(family byte, key, value []byte, deleted bool) error) (uint64, error) {
+	prefixes := make([][]byte, len(exportFamilies))
+	for i, fam := range exportFamilies {
+		prefixes[i] = famPrefix(fam, p)
+	}
+	readTs, err := ExportSince(f.db, since, fn, prefixes...)
+	if err != nil {
+		return 0, fmt.Errorf("frontier: export partition %d since %d: %w", p, since, err)
+	}
+	return readTs, nil
+}
+
+// ExportSince calls fn, prefix by prefix from one read snapshot, for every key under the
+// prefixes written or deleted after Badger version since (0: every live key), newest
+// value per key, deleted=true for a deletion; fn's family is the key's first byte. It
+// returns the snapshot's read version (the next call's since).
+func ExportSince(db *badger.DB, since uint64, fn func(family byte, key, value []byte, deleted bool) error, prefixes ...[]byte) (uint64, error) {
 	var readTs uint64
-	err := f.db.View(func(txn *badger.Txn) error {
+	err := db.View(func(txn *badger.Txn) error {
 		readTs = txn.ReadTs()
-		for _, fam := range exportFamilies {
-			opt := badger.IteratorOptions{PrefetchValues: false, Prefix: famPrefix(fam, p), SinceTs: since}
-			if since > 0 {
-				opt.AllVersions = true // deletions are versions too
-			}
-			it := txn.NewIterator(opt)
+		for _, prefix := range prefixes {
+			// With since > 0 every version is read: deletions are versions too.
+			it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, SinceTs: since, AllVersions: since > 0})
 			var last []byte
 			for it.Rewind(); it.Valid(); it.Next() {
 				item := it.Item()
@@ -258,17 +271,15 @@ func (f *Frontier) ExportPartitionSince(p uint16, since uint64, fn func(family b
 					continue // an older version of the key just sent
 				}
 				last = append(last[:0], k...)
-				if item.IsDeletedOrExpired() {
-					if since == 0 {
-						continue
-					}
-					if err := fn(fam, k, nil, true); err != nil {
-						it.Close()
-						return err
-					}
-					continue
+				var err error
+				switch {
+				case item.IsDeletedOrExpired() && since == 0:
+				case item.IsDeletedOrExpired():
+					err = fn(k[0], k, nil, true)
+				default:
+					err = item.Value(func(v []byte) error { return fn(k[0], k, v, false) })
 				}
-				if err := item.Value(func(v []byte) error { return fn(fam, k, v, false) }); err != nil {
+				if err != nil {
 					it.Close()
 					return err
 				}
@@ -277,10 +288,7 @@ func (f *Frontier) ExportPartitionSince(p uint16, since uint64, fn func(family b
 		}
 		return nil
 	})
-	if err != nil {
-		return 0, fmt.Errorf("frontier: export partition %d since %d: %w", p, since, err)
-	}
-	return readTs, nil
+	return readTs, err
 }
 
 // ImportStats says what ImportPartition did with the records it read.

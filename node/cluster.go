@@ -168,10 +168,8 @@ type cluster struct {
 	tab atomic.Pointer[table]
 
 	ringMu  sync.Mutex
-	ring    *ring.Ring // cached for ringKey (the sorted member names)
-	ringKey string
-	altRing *ring.Ring // ringOf's cache (the ring without this node, for replicas)
-	altKey  string
+	ring    ringCache // ringNow's
+	altRing ringCache // ringOf's
 	repl    *replicator
 
 	// routeMu orders local frontier adds (read side: route, forward receive, outbox
@@ -693,27 +691,31 @@ func (c *cluster) ringNow() *ring.Ring {
 		}
 		names = append(names, name)
 	}
-	slices.Sort(names)
-	key := strings.Join(names, "\x00")
-	c.ringMu.Lock()
-	defer c.ringMu.Unlock()
-	if c.ringKey != key || c.ring == nil {
-		c.ring, c.ringKey = ring.New(names, ringConfig), key
-	}
-	return c.ring
+	return c.cachedRing(&c.ring, names)
 }
 
-// ringOf builds the ring over names (sorted), with every node's ring shape.
+// ringOf builds the ring over names, with every node's ring shape (cached apart from
+// ringNow's: the ring without this node, for replicas).
 func (c *cluster) ringOf(names []string) *ring.Ring {
-	names = slices.Clone(names)
+	return c.cachedRing(&c.altRing, slices.Clone(names))
+}
+
+// ringCache is one ring and the sorted member names it was built over.
+type ringCache struct {
+	key string
+	r   *ring.Ring
+}
+
+// cachedRing returns the ring over names (sorted in place), rebuilt only when they change.
+func (c *cluster) cachedRing(rc *ringCache, names []string) *ring.Ring {
 	slices.Sort(names)
 	key := strings.Join(names, "\x00")
 	c.ringMu.Lock()
 	defer c.ringMu.Unlock()
-	if c.altKey != key || c.altRing == nil {
-		c.altRing, c.altKey = ring.New(names, ringConfig), key
+	if rc.key != key || rc.r == nil {
+		rc.r, rc.key = ring.New(names, ringConfig), key
 	}
-	return c.altRing
+	return rc.r
 }
 
 // ringConfig is every node's ring shape (it must be the same on all of them): 200 virtual

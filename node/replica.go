@@ -41,7 +41,6 @@ package node
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -59,6 +58,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/crawlnode/crawlnode/forward"
+	"github.com/crawlnode/crawlnode/frontier"
 	"github.com/crawlnode/crawlnode/gossip"
 	"github.com/crawlnode/crawlnode/ring"
 )
@@ -454,32 +454,7 @@ func (r *replicator) encode(w *bufio.Writer, parts []uint16, done func(p uint16,
 
 // exportOutbox is ExportPartitionSince for the outbox's keys.
 func (r *replicator) exportOutbox(since uint64, fn func(byte, []byte, []byte, bool) error) (uint64, error) {
-	var readTs uint64
-	err := r.db.View(func(txn *badger.Txn) error {
-		readTs = txn.ReadTs()
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{forward.KeyPrefix}, SinceTs: since, AllVersions: since > 0})
-		defer it.Close()
-		var last []byte
-		for it.Rewind(); it.Valid(); it.Next() {
-			item := it.Item()
-			k := item.Key()
-			if last != nil && bytes.Equal(k, last) {
-				continue
-			}
-			last = append(last[:0], k...)
-			if item.IsDeletedOrExpired() {
-				if err := fn(forward.KeyPrefix, k, nil, true); err != nil {
-					return err
-				}
-				continue
-			}
-			if err := item.Value(func(v []byte) error { return fn(forward.KeyPrefix, k, v, false) }); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	return readTs, err
+	return frontier.ExportSince(r.db, since, fn, []byte{forward.KeyPrefix})
 }
 
 type countWriter struct {
