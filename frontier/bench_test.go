@@ -52,17 +52,8 @@ func BenchmarkAddNew(b *testing.B) {
 func BenchmarkAddMostlySeen(b *testing.B) {
 	f := benchFrontier(b)
 	const pre = 100_000
-	batch := make([]Candidate, 0, 1000)
-	for i := 0; i < pre; i++ {
-		batch = append(batch, benchURL(i))
-		if len(batch) == cap(batch) {
-			if _, err := f.Add(batch); err != nil {
-				b.Fatal(err)
-			}
-			batch = batch[:0]
-		}
-	}
-	batch = make([]Candidate, 0, 100)
+	addInBatches(b, f, pre, benchURL)
+	batch := make([]Candidate, 0, 100)
 	next := pre
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -128,16 +119,7 @@ func BenchmarkSeenCheckAllSeen(b *testing.B) {
 func BenchmarkSeenCheckParallel(b *testing.B) {
 	f := benchFrontier(b)
 	const pre = 100_000
-	batch := make([]Candidate, 0, 1000)
-	for i := 0; i < pre; i++ {
-		batch = append(batch, benchURL(i))
-		if len(batch) == cap(batch) {
-			if _, err := f.Add(batch); err != nil {
-				b.Fatal(err)
-			}
-			batch = batch[:0]
-		}
-	}
+	addInBatches(b, f, pre, benchURL)
 	b.ResetTimer()
 	defer reportCPU(b, cpuTime())
 	b.RunParallel(func(pb *testing.PB) {

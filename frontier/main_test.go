@@ -85,6 +85,19 @@ func mustAdd(t testing.TB, f *Frontier, cands ...Candidate) AddResult {
 	return r
 }
 
+// addInBatches adds url(0) to url(n-1) in Adds of 1,000 (the last one shorter).
+func addInBatches(t testing.TB, f *Frontier, n int, url func(i int) Candidate) {
+	t.Helper()
+	batch := make([]Candidate, 0, 1000)
+	for i := 0; i < n; i++ {
+		batch = append(batch, url(i))
+		if len(batch) == cap(batch) || i == n-1 {
+			mustAdd(t, f, batch...)
+			batch = batch[:0]
+		}
+	}
+}
+
 func mustDone(t testing.TB, f *Frontier, l *Lease, o Outcome) {
 	t.Helper()
 	if err := f.Done(l, o); err != nil {

@@ -1,105 +1,208 @@
 package frontier
 
 import (
-	"bufio"
-	"bytes"
-	"fmt"
 	"math/rand/v2"
 	"os"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/crawlnode/crawlnode/internal/badgermem"
 	"github.com/dgraph-io/badger/v4"
 )
 
 // BenchmarkSeenSetScale is the synthetic frontier benchmark of the seen set: it feeds URLs
-// into an on-disk frontier without fetching anything, with the Badger options a node uses,
-// and reports RAM as it grows and the cost of mostly-already-seen link checks at that size.
+// into an on-disk frontier through Add, as a node does, without fetching anything, with the
+// node's Badger options and its table-page trimmer (internal/badgermem), and reports memory
+// as it grows and the cost of mostly-already-seen link checks at the end.
 //
-//	CRAWLNODE_SCALE_URLS=20000000 go test -run '^$' -bench SeenSetScale -benchtime 1x -timeout 60m -v ./frontier/
+//	CRAWLNODE_SCALE_URLS=100000000 go test -run '^$' -bench SeenSetScale -benchtime 1x -timeout 0 -v ./frontier/
 //
-// CRAWLNODE_SCALE_URLS (default 1,000,000) URLs are added over URLs/1000 hosts in batches of
-// 1,000; every URL added is both seen and queued (a worst case for the queue: a real crawl at
-// 100M seen has most of them fetched and out of the queue). The figures:
-//   - bytes/url RSS: growth of the process's resident set (after GC, FreeOSMemory) per URL
-//     added, from the midpoint to the end (Badger's memtables and caches, bounded and full
-//     after the first ~1.5M URLs, stay out of the slope), split into anonymous memory and
-//     file-backed pages (Badger mmaps its tables: the kernel drops those under pressure);
-//   - bloom bytes/url: the filter's bit array over the URLs it holds (it is sized for 10M
-//     URLs, or twice the seen count after a rebuild, so this swings between ~1.2 and ~2.4);
-//   - checks/cpu-s: mostly-seen link checks per second of process CPU (Badger's goroutines
-//     included) for batches of 100 links: 80 navigation links from a hot set of 5,000 URLs,
-//     19 links to any seen URL, 1 new URL. A single core's rate is checks per CPU-second.
+// Environment:
+//   - CRAWLNODE_SCALE_URLS: URLs to add (default 1,000,000); every URL
+//     added is both seen and queued (a worst case for the queue: a real crawl at 100M seen
+//     has most of them fetched and out of the queue);
+//   - CRAWLNODE_SCALE_HOSTS: hosts the URLs are spread over, round robin (default URLs/1000;
+//     each Add then touches min(batch, hosts) hosts, and Add's cost grows with that: a
+//     host record written and a heap fix per host);
+//   - CRAWLNODE_SCALE_BATCH: URLs per Add (default 10,000);
+//   - CRAWLNODE_SCALE_ROWS: how many rows the table of memory has (default 10);
+//   - CRAWLNODE_SCALE_MAXTIME: stop adding after this long (a Go duration) and measure what
+//     was reached; unset, add all;
+//   - CRAWLNODE_SCALE_FILE_BUDGET: the trimmer's RssFile budget in bytes (default the node's,
+//     badgermem.DefaultFileBudget); 0 turns the trimmer off;
+//   - GOMEMLIMIT: as for the binary, the Go memory limit when set, else
+//     badgermem.GoMemoryLimit;
+//   - CRAWLNODE_SCALE_HEAPPROFILE: a file to write a heap profile to when the adds end.
+//
+// Each row: URLs held; the resident set as ps shows it (VmRSS, no forced GC), split into
+// anonymous memory and file-backed pages (Badger's mmapped tables and memtable files, the
+// binary); the peaks so far (VmHWM, and sampled every 100 ms for the split); the Go heap
+// in use; the Bloom filter's bytes per URL held; the add rate since the previous row.
+// The largest Bloom bytes per URL held is also tracked after every Add past ExpectedURLs.
+// The checks: batches of 100 links: 80 navigation links from a hot set of 5,000 URLs, 19
+// links to any seen URL, 1 new URL; rate per second of process CPU (Badger's goroutines
+// included).
 func BenchmarkSeenSetScale(b *testing.B) {
-	n := 1_000_000
-	if s := os.Getenv("CRAWLNODE_SCALE_URLS"); s != "" {
-		v, err := strconv.Atoi(s)
-		if err != nil || v < 10_000 {
-			b.Fatalf("CRAWLNODE_SCALE_URLS=%q: want an integer >= 10000", s)
+	envInt := func(name string, def, least int) int {
+		s := os.Getenv(name)
+		if s == "" {
+			return def
 		}
-		n = v
+		v, err := strconv.Atoi(s)
+		if err != nil || v < least {
+			b.Fatalf("%s=%q: want an integer >= %d", name, s, least)
+		}
+		return v
 	}
-	hosts := max(n/1000, 10)
+	n := envInt("CRAWLNODE_SCALE_URLS", 1_000_000, 10_000)
+	batchSize := envInt("CRAWLNODE_SCALE_BATCH", 10_000, 1)
+	rows := envInt("CRAWLNODE_SCALE_ROWS", 10, 1)
+	budget := envInt("CRAWLNODE_SCALE_FILE_BUDGET", badgermem.DefaultFileBudget, 0)
+	var maxTime time.Duration
+	if s := os.Getenv("CRAWLNODE_SCALE_MAXTIME"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			b.Fatalf("CRAWLNODE_SCALE_MAXTIME=%q: %v", s, err)
+		}
+		maxTime = d
+	}
+	hosts := envInt("CRAWLNODE_SCALE_HOSTS", max(n/1000, 10), 1)
 	url := func(i int) string {
 		return "http://host" + strconv.Itoa(i%hosts) + ".scale.test/section/" + strconv.Itoa(i%97) + "/page-" + strconv.Itoa(i) + ".html"
 	}
-	dir := b.TempDir()
-	// The node's Badger options (node.openBadger).
-	opts := badger.DefaultOptions(dir).WithLogger(nil).WithNumVersionsToKeep(1).WithCompactL0OnClose(false).
-		WithMemTableSize(32 << 20).WithBlockCacheSize(64 << 20).WithIndexCacheSize(32 << 20).WithValueLogFileSize(256 << 20)
-	db, err := badger.Open(opts)
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
+	badgermem.SetGoMemoryLimit() // as the crawlnode binary does
+	db, err := badger.Open(badgermem.Options(b.TempDir()))
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer db.Close()
+	var trim *badgermem.Trimmer
+	if budget > 0 {
+		if trim, err = badgermem.NewTrimmer(db, int64(budget)); err != nil {
+			b.Fatal(err)
+		}
+		trim.Start(time.Second)
+		defer trim.Stop()
+	}
 	f, err := Open(Config{DB: db, DefaultDelaySet: true, MaxPagesPerHost: -1, GeneratedBudget: -1})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer f.Close()
 
-	rss0 := settledRSS()
-	anon0 := procStatus("RssAnon")
-	var rssMid, anonMid int64
-	addedMid := 0
-	batch := make([]Candidate, 0, 1000)
+	// Peaks of the split, sampled.
+	var peakAnon, peakFile atomic.Int64
+	stopSampling := make(chan struct{})
+	var sampling sync.WaitGroup
+	sampling.Add(1)
+	go func() {
+		defer sampling.Done()
+		tk := time.NewTicker(100 * time.Millisecond)
+		defer tk.Stop()
+		for {
+			a, fb := badgermem.ProcStatus("RssAnon"), badgermem.ProcStatus("RssFile")
+			if a > peakAnon.Load() {
+				peakAnon.Store(a)
+			}
+			if fb > peakFile.Load() {
+				peakFile.Store(fb)
+			}
+			select {
+			case <-stopSampling:
+				return
+			case <-tk.C:
+			}
+		}
+	}()
+	defer func() {
+		select {
+		case <-stopSampling:
+		default:
+			close(stopSampling)
+		}
+		sampling.Wait()
+	}()
+
+	bloomPerURL := func(held int) float64 {
+		f.bloomMu.RLock()
+		defer f.bloomMu.RUnlock()
+		return float64(f.bloom.bytes()) / float64(max(held, 1))
+	}
+	mib := func(v int64) float64 { return float64(v) / (1 << 20) }
+	b.Logf("%d URLs over %d hosts, batches of %d, trimmer budget %d MiB; columns: URLs held | RSS | anon | file-backed | peak RSS (VmHWM) | peak anon | peak file | Go heap in use | Bloom B/URL | adds/s since last row | adds per CPU-s | LSM on disk",
+		n, hosts, batchSize, budget>>20)
+	row := func(held int, rate, cpuRate float64) {
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		lsm, vlog := db.Size()
+		b.Logf("| %d | %.0f MiB | %.0f MiB | %.0f MiB | %.0f MiB | %.0f MiB | %.0f MiB | %.0f MiB | %.3f | %.0f | %.0f | %.1f GiB |",
+			held, mib(badgermem.ProcStatus("VmRSS")), mib(badgermem.ProcStatus("RssAnon")), mib(badgermem.ProcStatus("RssFile")),
+			mib(badgermem.ProcStatus("VmHWM")), mib(peakAnon.Load()), mib(peakFile.Load()), mib(int64(ms.HeapInuse)),
+			bloomPerURL(held), rate, cpuRate, float64(lsm+vlog)/(1<<30))
+	}
+
+	maxBloom, maxBloomAt := 0.0, 0
+	step := max(n/rows, 1)
+	batch := make([]Candidate, 0, batchSize)
 	start, cpu0 := time.Now(), cpuTime()
+	lastT, lastCPU, lastN := start, cpu0, 0
+	added := 0
 	for i := 0; i < n; i++ {
 		batch = append(batch, Candidate{URL: url(i), Depth: i % 5})
-		if len(batch) == cap(batch) || i == n-1 {
-			if _, err := f.Add(batch); err != nil {
-				b.Fatal(err)
+		if len(batch) < cap(batch) && i < n-1 && (i+1)%step != 0 {
+			continue
+		}
+		r, err := f.Add(batch)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if r.Added != len(batch) {
+			b.Fatalf("batch ending at %d: %+v", i, r)
+		}
+		added = i + 1
+		batch = batch[:0]
+		if uint(added) > f.cfg.ExpectedURLs {
+			if v := bloomPerURL(added); v > maxBloom {
+				maxBloom, maxBloomAt = v, added
 			}
-			batch = batch[:0]
 		}
-		if i+1 == n/2 {
-			rssMid, addedMid = settledRSS(), i+1
-			anonMid = procStatus("RssAnon")
+		if added%step == 0 || added == n {
+			now, c := time.Now(), cpuTime()
+			row(added, float64(added-lastN)/now.Sub(lastT).Seconds(), float64(added-lastN)/(c-lastCPU).Seconds())
+			lastT, lastCPU, lastN = now, c, added
 		}
-		if (i+1)%(n/10) == 0 {
-			settledRSS()
-			b.Logf("%11d URLs: %s, %4.0f s", i+1, memLine(), time.Since(start).Seconds())
+		if maxTime > 0 && time.Since(start) > maxTime {
+			if added%step != 0 {
+				now, c := time.Now(), cpuTime()
+				row(added, float64(added-lastN)/now.Sub(lastT).Seconds(), float64(added-lastN)/(c-lastCPU).Seconds())
+			}
+			b.Logf("CRAWLNODE_SCALE_MAXTIME %v reached: stopped adding at %d of %d URLs", maxTime, added, n)
+			break
 		}
 	}
+	n = added
 	addWall, addCPU := time.Since(start), cpuTime()-cpu0
-	rssN := settledRSS()
-	anonN := procStatus("RssAnon")
+	if path := os.Getenv("CRAWLNODE_SCALE_HEAPPROFILE"); path != "" {
+		if err := writeHeapProfile(path); err != nil {
+			b.Fatal(err)
+		}
+	}
 	st := f.Stats()
-	slope := float64(rssN-rssMid) / float64(n-addedMid)
-	anonSlope := float64(anonN-anonMid) / float64(n-addedMid)
-	b.Logf("added %d URLs over %d hosts in %.1f s (%.0f URLs/s, %.0f per CPU-second); seen %d, queued %d",
-		n, hosts, addWall.Seconds(), float64(n)/addWall.Seconds(), float64(n)/addCPU.Seconds(), st.Seen, st.Queued)
-	b.Logf("RSS: empty %.1f MiB, at %d URLs %.1f MiB, at %d URLs %.1f MiB: %.1f bytes/URL growth",
-		float64(rss0)/(1<<20), addedMid, float64(rssMid)/(1<<20), n, float64(rssN)/(1<<20), slope)
-	b.Logf("anonymous memory: empty %.1f MiB, at %d URLs %.1f MiB, at %d URLs %.1f MiB: %.1f bytes/URL growth (the rest of RSS is Badger's mmapped tables)",
-		float64(anon0)/(1<<20), addedMid, float64(anonMid)/(1<<20), n, float64(anonN)/(1<<20), anonSlope)
-	b.Logf("Bloom: %d bytes for %d URLs = %.3f bytes/URL, fill %.3f", st.BloomBytes, st.Seen, float64(st.BloomBytes)/float64(st.Seen), st.BloomFill)
-	extrap := func(seen float64) float64 { return float64(rssMid) + slope*(seen-float64(addedMid)) }
-	b.Logf("extrapolated (linear in URLs, an extrapolation, not a measurement): 110M URLs (100M seen + 10M queued, all counted as seen and queued) %.2f GB RSS, %.2f GB anonymous",
-		extrap(110e6)/1e9, (float64(anonMid)+anonSlope*(110e6-float64(addedMid)))/1e9)
+	b.Logf("added %d URLs in %.1f s (%.0f URLs/s, %.0f per CPU-second); seen %d, queued %d",
+		n, addWall.Seconds(), float64(n)/addWall.Seconds(), float64(n)/addCPU.Seconds(), st.Seen, st.Queued)
+	b.Logf("Bloom: %d bytes for %d URLs = %.3f bytes/URL, fill %.3f; largest after any Add past ExpectedURLs (%d): %.3f bytes/URL at %d URLs",
+		st.BloomBytes, st.Seen, float64(st.BloomBytes)/float64(st.Seen), st.BloomFill, f.cfg.ExpectedURLs, maxBloom, maxBloomAt)
+	if trim != nil {
+		p, t, by := trim.Stats()
+		b.Logf("trimmer: %d passes, %d table mappings, %.1f GiB advised", p, t, float64(by)/(1<<30))
+	}
 
 	// Mostly-seen link checks.
 	r := rand.New(rand.NewPCG(1, 2))
@@ -130,42 +233,26 @@ func BenchmarkSeenSetScale(b *testing.B) {
 	wall, cpu := time.Since(start), cpuTime()-cpu0
 	b.Logf("mostly-seen checks: %d links (added %d, already seen %d) in %.2f s wall, %.2f s CPU: %.0f checks/s, %.0f checks per CPU-second",
 		checks, res.Added, res.AlreadySeen, wall.Seconds(), cpu.Seconds(), float64(checks)/wall.Seconds(), float64(checks)/cpu.Seconds())
-	b.ReportMetric(slope, "rss-bytes/url")
-	b.ReportMetric(anonSlope, "anon-bytes/url")
-	b.ReportMetric(float64(st.BloomBytes)/float64(st.Seen), "bloom-bytes/url")
+	row(n+res.Added, 0, 0)
+	close(stopSampling)
+	sampling.Wait()
+	b.Logf("peak over the run: RSS (VmHWM) %.0f MiB, anonymous %.0f MiB, file-backed %.0f MiB (sampled every 100 ms)",
+		mib(badgermem.ProcStatus("VmHWM")), mib(peakAnon.Load()), mib(peakFile.Load()))
+	b.ReportMetric(float64(badgermem.ProcStatus("VmHWM")), "peak-rss-bytes")
+	b.ReportMetric(maxBloom, "max-bloom-bytes/url")
 	b.ReportMetric(float64(checks)/cpu.Seconds(), "checks/cpu-s")
 	b.ReportMetric(float64(n)/addWall.Seconds(), "adds/s")
 }
 
-// settledRSS is the process's resident set after a GC that returns freed memory to the OS.
-func settledRSS() int64 {
-	runtime.GC()
-	debug.FreeOSMemory()
-	return procStatus("VmRSS")
-}
-
-// procStatus reads one kB figure of /proc/self/status (VmRSS, RssAnon, RssFile) in bytes.
-func procStatus(field string) int64 {
-	b, err := os.ReadFile("/proc/self/status")
+func writeHeapProfile(path string) error {
+	fh, err := os.Create(path)
 	if err != nil {
-		return 0
+		return err
 	}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		var kb int64
-		if _, err := fmt.Sscanf(sc.Text(), field+": %d kB", &kb); err == nil {
-			return kb << 10
-		}
+	runtime.GC()
+	if err := pprof.WriteHeapProfile(fh); err != nil {
+		fh.Close()
+		return err
 	}
-	return 0
-}
-
-// memLine splits the resident set: anonymous memory (Go heap, Bloom, caches) and file-backed
-// pages (Badger mmaps its tables; the kernel can drop those pages under pressure).
-func memLine() string {
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return fmt.Sprintf("RSS %7.1f MiB (anon %7.1f, file-backed %7.1f), Go heap in use %7.1f MiB",
-		float64(procStatus("VmRSS"))/(1<<20), float64(procStatus("RssAnon"))/(1<<20),
-		float64(procStatus("RssFile"))/(1<<20), float64(ms.HeapInuse)/(1<<20))
+	return fh.Close()
 }

@@ -14,11 +14,13 @@ import (
 	"regexp"
 	"runtime"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/crawlnode/crawlnode/fetch"
+	"github.com/crawlnode/crawlnode/internal/badgermem"
 	"github.com/crawlnode/crawlnode/node"
 	"github.com/crawlnode/crawlnode/urlnorm"
 )
@@ -53,6 +55,7 @@ type crawlFlags struct {
 	quiet       bool
 	cpuProfile  string
 	memProfile  string
+	goroutines  string
 	languages   string
 	scope       string
 	include     listFlag
@@ -97,6 +100,7 @@ func newCrawlFlags(name string) *crawlFlags {
 	fs.IntVar(&c.WARCGzipLevel, "warc-gzip-level", 1, "gzip level of WARC records: 1 fastest LZ77; -2 Huffman-only (same format, ~4x less CPU, ~40% larger files); up to 9")
 	fs.IntVar(&c.ExtractNice, "extract-nice", 10, "nice value (0-19) of the extract workers' threads: the fetch stage gets the CPU first, extraction lags (0: same priority, Linux only)")
 	fs.BoolVar(&c.NoExtract, "no-extract", false, "fetch stage only: archive pages as WARC and follow links, build no text corpus")
+	fs.BoolVar(&c.BoundedMemory, "bounded-memory", false, "bound the resident set for very large frontiers: a 1.25 GiB soft Go memory limit (unless GOMEMLIMIT is set) and Badger's mapped table pages trimmed above 256 MiB")
 	fs.IntVar(&c.Filters.MinTextLength, "min-text-length", 200, "corpus: pages with less main text (characters) are rejected")
 	fs.Float64Var(&c.Filters.MaxLinkDensity, "max-link-density", 0.5, "corpus: pages with a larger share of text inside links are rejected")
 	fs.StringVar(&f.languages, "languages", "", "corpus: comma-separated ISO 639-1 codes to keep (empty: all)")
@@ -106,6 +110,7 @@ func newCrawlFlags(name string) *crawlFlags {
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress output")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
 	fs.StringVar(&f.memProfile, "memprofile", "", "write a heap profile at exit to this file")
+	fs.StringVar(&f.goroutines, "goroutine-dump", "", "on SIGUSR1, write the goroutines (grouped by stack, go tool pprof's debug=1 text) to this file, numbered by dump")
 	fs.Int64Var(&c.MinFreeDisk, "min-free-disk", 256<<20, "pause fetching while the data directory's disk has fewer free bytes than this (resumes by itself)")
 	fs.StringVar(&c.APIToken, "api-token", "", "bearer token required by every mutating API request (also CRAWLNODE_API_TOKEN)")
 	fs.StringVar(&c.HTTPAddr, "http", "127.0.0.1:7070", "HTTP API address (port 0: any free port, written to DIR/http.addr; empty: no API)")
@@ -332,6 +337,9 @@ func runCrawl(args []string) error {
 		return err
 	}
 	defer stopProfile()
+	if f.goroutines != "" {
+		defer dumpGoroutinesOnSignal(f.goroutines)()
+	}
 	return crawl(f.cfg, f.quiet)
 }
 
@@ -362,8 +370,33 @@ func startProfiles(cpu, mem string) (stop func(), err error) {
 	}, nil
 }
 
+// dumpGoroutinesOnSignal writes PATH.N (N = 1, 2, ...) with the goroutines grouped by
+// stack each time the process gets SIGUSR1: where fetch slots wait, mid-run.
+func dumpGoroutinesOnSignal(path string) (stop func()) {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGUSR1)
+	done := make(chan struct{})
+	go func() {
+		for i := 1; ; i++ {
+			select {
+			case <-done:
+				return
+			case <-ch:
+			}
+			if fh, err := os.Create(path + "." + strconv.Itoa(i)); err == nil {
+				_ = pprof.Lookup("goroutine").WriteTo(fh, 1)
+				fh.Close()
+			}
+		}
+	}()
+	return func() { signal.Stop(ch); close(done) }
+}
+
 // crawl runs a node until it is done or signalled.
 func crawl(cfg node.Config, quiet bool) error {
+	if cfg.BoundedMemory {
+		badgermem.SetGoMemoryLimit()
+	}
 	if cfg.ExtractNice > 0 && !cfg.NoExtract {
 		// Niced extract workers each hold a P while they wait for the CPU the crawl leaves
 		// them; give them Ps of their own so the fetch stage keeps all of the usual ones.
