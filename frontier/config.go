@@ -78,8 +78,10 @@ type Config struct {
 	BackoffBase, BackoffMax time.Duration
 
 	// ExpectedURLs and BloomFPRate size the Bloom filter in front of the exact seen keys
-	// (defaults 10M and 0.01: about 1.2 bytes per URL). When the seen count passes the size
-	// the filter was built for, it is rebuilt from the Badger seen keys at twice the count.
+	// (defaults 1M and 0.01: about 1.2 bytes per URL). The filter is 256 sub-filters, one
+	// per first byte of the URL hash; one that holds more URLs than it was sized for is
+	// rebuilt in the background from its Badger seen keys at 1.2 times its count, so past
+	// ExpectedURLs the filter stays between 1.2 and 1.44 bytes per URL held (bloom.go).
 	// A false positive costs one Badger lookup, never a lost URL.
 	ExpectedURLs uint
 	BloomFPRate  float64
@@ -143,7 +145,7 @@ func (c *Config) setDefaults() {
 		c.BackoffMax = 10 * time.Minute
 	}
 	if c.ExpectedURLs == 0 {
-		c.ExpectedURLs = 10_000_000
+		c.ExpectedURLs = 1_000_000
 	}
 	if c.BloomFPRate == 0 {
 		c.BloomFPRate = 0.01

@@ -10,7 +10,13 @@
 //     leases and its delay between requests.
 //   - Importance (opic.go): OPIC cash (Abiteboul, Preda, Cobena 2003). Seeds start with 1,
 //     the node splits a fetched page's cash among its links, and with Config.Importance
-//     cash given to a URL already queued adds to its cash and can move it up its queue.
+//     cash given to a URL already queued adds to its cash and can move it up its queue;
+//     a URL linked from several pages of one Add gets every occurrence's cash. The queue
+//     order uses the cash plus a forecast for a site's navigation links (linked from most
+//     of its pages seen), which grows with the site's size as far as the frontier knows it
+//     (host.importance): a single pass never sees most in-links of a site's navigation
+//     pages, which hold much of its PageRank. The ready hosts are ordered by their next
+//     URL's importance as it is now (headRank), not as its queue key recorded it.
 //   - Recrawl (recrawl.go): with Config.Recrawl every fetched URL is scheduled again, at
 //     an interval from its estimated change rate (Cho and Garcia-Molina's estimator over
 //     the visits that saw a change), backed off while nothing changes, scaled by
@@ -41,7 +47,7 @@
 //
 // Memory holds no per-URL state: per host a small struct (counters, politeness, heap slot)
 // and, for hosts with queued URLs, a prefetch buffer of up to Prefetch records; per
-// partition the earliest retry due time; the Bloom filter (about 1.2 bytes per URL at 1%);
+// partition the earliest retry due time; the Bloom filter (1.2-1.44 bytes per URL at 1%);
 // and a bounded cache of recently seen hashes (SeenCacheSize).
 //
 // Decisions where the design is silent:
@@ -50,7 +56,10 @@
 //     GeneratedBudget). A zero DefaultDelay needs DefaultDelaySet.
 //   - Politeness: at lease time next-allowed = now + delay (start to start); with PerHost 1,
 //     Done also sets next-allowed >= now + delay (the gap after the response finished too).
-//     Any Outcome's RetryAfter pushes next-allowed for the whole host.
+//     Any Outcome's RetryAfter pushes next-allowed for the whole host. Release does the
+//     same when the request is over, before Done: the host's request slot is free then
+//     (PerHost counts requests in flight, leases minus released ones), while its URL
+//     stays leased until Done records it, so a group commit does not hold the host.
 //   - A retry waits in r/, not in its host's queue, so it never blocks the host's other
 //     URLs. Due retries are moved back to q/ (with their original key, so they keep their
 //     place in the BFS order) by whichever Next call notices they are due.
@@ -65,8 +74,9 @@
 //     every lease. After kill -9 a host may be fetched once sooner than its delay allowed;
 //     Retry-After and robots delays are kept.
 //   - Counters (Stats) are counted exactly at Open from key-only scans; the Bloom filter is
-//     rebuilt from the s/ keys at Open and whenever the seen count passes the size it was
-//     built for (at twice the count), with Adds paused meanwhile.
+//     built from the s/ keys at Open; each of its 256 sub-filters is rebuilt from its share
+//     of the s/ keys (1/256) by a background goroutine whenever it holds more URLs than it
+//     was sized for (at 1.2 times its count), while Adds and checks go on (bloom.go).
 //   - The seen-set partition is the partition of the candidate's host; Lookup derives the
 //     host from the URL, so Candidate.Host must be the URL's host key when set.
 //   - Stats.Queued excludes leased URLs (InFlight) and URLs waiting for a retry

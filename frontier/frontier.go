@@ -13,7 +13,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/bits-and-blooms/bloom/v3"
 	"github.com/dgraph-io/badger/v4"
 )
 
@@ -28,8 +27,9 @@ type Candidate struct {
 	// Cash is the URL's share of OPIC importance (Abiteboul et al.): a seed starts with 1,
 	// a fetched page splits its cash among its links. Cash given to a URL already queued is
 	// added to its cash (Config.Importance), which can move it up its host's queue. Queue
-	// order is seed class, then cash (in third-of-an-octave steps), then depth, then
-	// arrival, so with no cash it is breadth-first.
+	// order is seed class, then importance (cash plus a forecast of the in-links still to
+	// come, host.importance; in third-of-an-octave steps), then depth, then arrival, so
+	// with no cash it is breadth-first.
 	Cash float64
 	// ChangeHint is how often the page is said to change (a sitemap's changefreq or
 	// lastmod): the first revisit interval when Recrawl is on. 0: none.
@@ -67,6 +67,8 @@ type Lease struct {
 	// prevNext and leaseNext are the host's next-allowed time before and right after this
 	// lease, so that an outcome that sent no request can give the slot back.
 	prevNext, leaseNext int64
+	// released: Release gave the host's request slot back (guarded by the frontier's mu).
+	released bool
 }
 
 // OutcomeKind says what happened to a leased URL.
@@ -98,7 +100,8 @@ type Outcome struct {
 	// Finished is when the host's response ended (the last byte read, or the failure). With
 	// PerHost 1 the host's delay runs from here, not from Done, so the time the caller spent
 	// archiving and parsing does not stretch the host's schedule. Zero: the time of Done.
-	// A Finished in the future is taken as now.
+	// A Finished in the future (up to maxFinishedAhead) is honoured: a caller that closed a
+	// connection the server may still be answering on gives the server that time.
 	Finished time.Time
 	// Park, with Kind Retry, makes the URL a dead letter now, whatever its attempts (its
 	// host was parked, e.g. robots.txt unreachable through its retries).
@@ -142,10 +145,13 @@ type item struct {
 
 // host is the in-memory state of one host: counters, politeness and a small prefetch buffer.
 type host struct {
-	name      string
-	part      uint16
-	queued    int // q keys of this host, leased ones included
-	inflight  int
+	name     string
+	part     uint16
+	queued   int // q keys of this host, leased ones included
+	inflight int // leases not yet Done
+	// released counts the leases whose request is over (Release) but not yet Done: the
+	// host's requests in flight are inflight - released.
+	released  int
 	leased    [][]byte
 	buf       []item // the first len(buf) non-leased q keys, in key order
 	next      int64  // unix ns: no lease before
@@ -153,7 +159,10 @@ type host struct {
 	delaySet  bool
 	admitted  int
 	generated int
-	loading   bool // a refill or a park is running outside the lock
+	// fetched counts URLs of the host that left the queue since start (its pages whose
+	// links the frontier has, for importance).
+	fetched int
+	loading bool // a refill or a park is running outside the lock
 	// cursor: every non-leased q key of the host that is not in buf is >= cursor (nil: the
 	// host's first key). Refills seek to it instead of walking the tombstones that Done
 	// leaves at the head of the queue. loadLow is the lowest key inserted during a refill.
@@ -189,9 +198,12 @@ type Frontier struct {
 	hMu     sync.Mutex // serializes build+write of h keys, so the last write is the newest state
 	retryMu sync.Mutex // serializes r/ scans (mover, ParkHost)
 
-	bloomMu  sync.RWMutex // written only with addMu held too
-	bloom    *bloom.BloomFilter
-	bloomCap uint // the URL count the filter was sized for
+	bloomMu sync.RWMutex // tests under RLock; adds and sub-filter swaps under Lock
+	bloom   *seenBloom   // bloom.go
+	// bloomStop tells the goroutine that grows sub-filters (bloomWorker, started only
+	// while one is due) to stop; bloomWG waits for it.
+	bloomStop chan struct{}
+	bloomWG   sync.WaitGroup
 	// fillMu guards the cached Bloom fill: counting the set bits reads the whole filter
 	// (12 MB at 10M URLs), too much for Stats, which done-checks call 5 times a second.
 	fillMu sync.Mutex
@@ -225,6 +237,9 @@ type Frontier struct {
 	cache *seenCache // nil when disabled
 
 	afterAddCommit func() // test hook: runs between Add's commit and its in-memory insert
+	// bloomHook is a test hook: growSub calls it once its log has started ("logging") and
+	// after its Badger scan ("scanned"), with the sub-filter's index.
+	bloomHook func(stage string, sub byte)
 
 	// Partition controls (partition.go). A partition is paused while pauseUser says so or
 	// pauseOps counts a running import or drop; its hosts stay out of the ready heap and
@@ -343,7 +358,7 @@ func Open(cfg Config) (*Frontier, error) {
 	for _, h := range f.hosts {
 		f.fixLocked(h)
 	}
-	if err := f.rebuildBloom(); err != nil {
+	if err := f.buildBloom(f.seen); err != nil {
 		return nil, fmt.Errorf("frontier: open: %w", err)
 	}
 	return f, nil
@@ -357,30 +372,6 @@ func countPrefix(txn *badger.Txn, prefix []byte) int {
 		n++
 	}
 	return n
-}
-
-// rebuildBloom sizes a new filter for max(ExpectedURLs, 2*seen) and fills it from the
-// seen keys. Callers hold addMu (or are Open), so no seen key is added meanwhile.
-func (f *Frontier) rebuildBloom() error {
-	n := max(f.cfg.ExpectedURLs, uint(2*f.seen))
-	bf := bloom.NewWithEstimates(n, f.cfg.BloomFPRate)
-	err := f.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{famSeen}})
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			if k := it.Item().Key(); len(k) == 19 {
-				bf.Add(k[3:])
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	f.bloomMu.Lock()
-	f.bloom, f.bloomCap = bf, n
-	f.bloomMu.Unlock()
-	return nil
 }
 
 // hostLocked returns the host, creating its state. Callers hold mu (or are Open).
@@ -403,7 +394,7 @@ func (f *Frontier) delayOf(h *host) time.Duration {
 // fixLocked puts the host into the waiting heap (poll moves it to the ready heap when its
 // time comes), moves it, or takes it out of whichever heap it is in.
 func (f *Frontier) fixLocked(h *host) {
-	want := !h.loading && h.queued-h.inflight > 0 && h.inflight < f.cfg.PerHost && !f.pausedLocked(h.part)
+	want := !h.loading && h.queued-h.inflight > 0 && h.inflight-h.released < f.cfg.PerHost && !f.pausedLocked(h.part)
 	switch {
 	case h.idx >= 0 && h.inReady:
 		heap.Remove(&f.ready, h.idx)
@@ -588,6 +579,9 @@ type prep struct {
 	seen  bool
 	key   []byte
 	h     *host
+	// cash and links sum the candidate's occurrences in the batch (OPIC).
+	cash  float64
+	links int
 }
 
 // Add admits candidates: trap defenses, seen check (Bloom, every "maybe" confirmed against
@@ -599,9 +593,9 @@ func (f *Frontier) Add(cands []Candidate) (AddResult, error) {
 		return res, ErrClosed
 	}
 	items := make([]prep, 0, len(cands))
-	var dup map[[16]byte]struct{}
+	var dup map[[16]byte]int // hash -> index in items
 	if len(cands) > 1 {
-		dup = make(map[[16]byte]struct{}, len(cands))
+		dup = make(map[[16]byte]int, len(cands))
 	}
 	lim := *f.limits.Load()
 	for i := range cands {
@@ -620,25 +614,42 @@ func (f *Frontier) Add(cands []Candidate) (AddResult, error) {
 		}
 		hash := URLHash(c.URL)
 		if dup != nil {
-			if _, ok := dup[hash]; ok {
+			if j, ok := dup[hash]; ok {
+				// The same URL from several pages of one batch: each occurrence is an
+				// in-link and brings its cash.
 				res.AlreadySeen++
+				items[j].cash += c.Cash
+				items[j].links++
 				continue
 			}
-			dup[hash] = struct{}{}
+			dup[hash] = len(items)
 		}
-		items = append(items, prep{c: c, host: hn, part: f.cfg.PartitionOf(hn), hash: hash})
+		items = append(items, prep{c: c, host: hn, part: f.cfg.PartitionOf(hn), hash: hash, cash: c.Cash, links: 1})
 	}
 	if len(items) == 0 {
 		return res, nil
 	}
-	// Pre-check outside addMu: most links of a crawl are already seen.
-	f.bloomMu.RLock()
+	// Pre-check outside addMu: most links of a crawl are already seen, and most of those
+	// are links met again and again. The seen cache (exact: it holds only committed seen
+	// hashes) answers them first with one probe; only its misses pay the Bloom filter's
+	// k probes (all k for a "maybe"), each a likely cache miss in a filter of many MB.
+	miss := 0
 	for i := range items {
-		if items[i].maybe = f.bloom.Test(items[i].hash[:]); items[i].maybe && f.cache.has(items[i].hash) {
-			items[i].maybe, items[i].seen = false, true
+		if f.cache.has(items[i].hash) {
+			items[i].seen = true
+		} else {
+			miss++
 		}
 	}
-	f.bloomMu.RUnlock()
+	if miss > 0 {
+		f.bloomMu.RLock()
+		for i := range items {
+			if !items[i].seen {
+				items[i].maybe = f.bloom.test(items[i].hash)
+			}
+		}
+		f.bloomMu.RUnlock()
+	}
 	if err := f.confirm(items); err != nil {
 		return res, err
 	}
@@ -661,9 +672,11 @@ func (f *Frontier) Add(cands []Candidate) (AddResult, error) {
 	}
 	// Re-check: a concurrent Add may have committed some of them since. Every commit adds
 	// its hashes to the filter before releasing addMu, so "definitely new" is still exact.
+	f.bloomMu.RLock()
 	for i := range items {
-		items[i].maybe = f.bloom.Test(items[i].hash[:])
+		items[i].maybe = f.bloom.test(items[i].hash)
 	}
+	f.bloomMu.RUnlock()
 	if err := f.confirm(items); err != nil {
 		return res, err
 	}
@@ -713,10 +726,15 @@ func (f *Frontier) Add(cands []Candidate) (AddResult, error) {
 			h.generated++
 		}
 		it.h = h
-		it.key = qKey(it.part, it.host, queueBand(it.c.Priority, it.c.Cash), it.c.Depth, f.seq.Add(1))
-		f.committing[string(it.key)] = struct{}{}
 		touched[h] = struct{}{}
 		accepted = append(accepted, it)
+	}
+	// Keys once the batch is counted, so that every URL of a host in one Add sees the
+	// same size of its site (importance), whatever its place in the batch.
+	for i := range accepted {
+		it := &accepted[i]
+		it.key = qKey(it.part, it.host, queueBand(it.c.Priority, it.h.importance(it.cash, it.links, it.h.pagesAdding())), it.c.Depth, f.seq.Add(1))
+		f.committing[string(it.key)] = struct{}{}
 	}
 	hops := make([]op, 0, len(touched))
 	for h := range touched {
@@ -737,7 +755,7 @@ func (f *Frontier) Add(cands []Candidate) (AddResult, error) {
 		it := &accepted[i]
 		c := it.c
 		recs[i] = qrec{URL: c.URL, From: c.From, Depth: c.Depth, Hops: c.Hops, Priority: c.Priority,
-			Cash: c.Cash, History: c.Cash, Val: Validators{Hint: int64(c.ChangeHint)}}
+			Cash: it.cash, History: it.cash, Links: it.links, Val: Validators{Hint: int64(c.ChangeHint)}}
 		sr := SeenRecord{URL: c.URL, State: StateQueued, At: now, QKey: it.key}
 		if err = b.group(
 			op{k: hashKey(famSeen, it.part, it.hash), v: sr.encode()},
@@ -775,7 +793,7 @@ func (f *Frontier) Add(cands []Candidate) (AddResult, error) {
 	}
 	f.bloomMu.Lock()
 	for _, it := range accepted[:done] {
-		f.bloom.Add(it.hash[:])
+		f.bloom.add(it.hash)
 		f.cache.add(it.hash)
 	}
 	f.bloomMu.Unlock()
@@ -790,16 +808,10 @@ func (f *Frontier) Add(cands []Candidate) (AddResult, error) {
 		f.fixLocked(it.h)
 	}
 	f.signalLocked()
-	grow := uint(f.seen) > f.bloomCap
 	f.mu.Unlock()
 	res.Added = done
 	if err != nil {
 		return res, fmt.Errorf("frontier: add: %w", err)
-	}
-	if grow {
-		if err := f.rebuildBloom(); err != nil {
-			return res, fmt.Errorf("frontier: bloom rebuild: %w", err)
-		}
 	}
 	return res, nil
 }
@@ -842,7 +854,7 @@ func (f *Frontier) dropSeen(items []prep, res *AddResult, boost *[]prep) []prep 
 	for _, it := range items {
 		if it.seen {
 			res.AlreadySeen++
-			if boost != nil && it.c.Cash > 0 {
+			if boost != nil && it.cash > 0 {
 				*boost = append(*boost, it)
 			}
 			continue
@@ -1247,28 +1259,131 @@ func (f *Frontier) movePartition(p uint16, now, floor int64) (int64, error) {
 // Drop, Retry) or become leasable again (Requeue). Politeness: with PerHost 1 the host's next
 // request waits at least its delay after this response, too; RetryAfter pushes it further.
 func (f *Frontier) Done(l *Lease, o Outcome) error {
-	if l == nil || l.f != f {
-		return ErrBadLease
-	}
-	if o.Kind < Fetched || o.Kind > Drop {
-		return fmt.Errorf("%w: %d", ErrBadOutcome, o.Kind)
+	var err error
+	f.DoneBatch([]Completion{{Lease: l, Outcome: o}}, func(_ int, e error) { err = e })
+	return err
+}
+
+// Completion is one lease's outcome, for DoneBatch.
+type Completion struct {
+	Lease   *Lease
+	Outcome Outcome
+}
+
+// donePrep is what DoneBatch decided for one completion before writing it.
+type donePrep struct {
+	l           *Lease
+	o           Outcome
+	dead        bool
+	revisitNext bool
+	due         int64
+	group       []op
+	ok          bool
+}
+
+// DoneBatch records many leases' outcomes, as Done does each, in one Badger transaction
+// (split only between leases when Badger's batch limit is near) and one pass over the
+// in-memory state: a group commit of completions. onErr, if not nil, is called with the
+// index of each completion that was not recorded (its lease stays outstanding and may be
+// given to Done again).
+func (f *Frontier) DoneBatch(cs []Completion, onErr func(i int, err error)) {
+	fail := func(i int, err error) {
+		if onErr != nil {
+			onErr(i, err)
+		}
 	}
 	if f.isClosed() {
-		return ErrClosed
-	}
-	if !l.done.CompareAndSwap(false, true) {
-		return ErrLeaseDone
+		for i := range cs {
+			fail(i, ErrClosed)
+		}
+		return
 	}
 	now := f.cfg.Now()
-	hash := URLHash(l.URL)
-	var (
-		dead  bool
-		due   int64
-		rec   = l.rec
-		group []op
-	)
 	rc := f.recrawl.Load()
-	revisitNext := false
+	ps := make([]donePrep, len(cs))
+	writes := 0
+	for i := range cs {
+		l, o := cs[i].Lease, cs[i].Outcome
+		if l == nil || l.f != f {
+			fail(i, ErrBadLease)
+			continue
+		}
+		if o.Kind < Fetched || o.Kind > Drop {
+			fail(i, fmt.Errorf("%w: %d", ErrBadOutcome, o.Kind))
+			continue
+		}
+		if !l.done.CompareAndSwap(false, true) {
+			fail(i, ErrLeaseDone)
+			continue
+		}
+		p := &ps[i]
+		p.l, p.o, p.ok = l, o, true
+		f.prepDone(p, now, rc)
+		if p.group != nil {
+			writes++
+		}
+	}
+	if writes > 0 {
+		b := newBatch(f.db)
+		var idx []int // completion index of each group, in order
+		var err error
+		for i := range ps {
+			if !ps[i].ok || ps[i].group == nil {
+				continue
+			}
+			if err = b.group(ps[i].group...); err != nil {
+				break
+			}
+			idx = append(idx, i)
+		}
+		if err == nil {
+			err = b.commit()
+		}
+		b.discard()
+		if err != nil {
+			// Groups past the last commit were not written: their leases stay outstanding.
+			written := map[int]bool{}
+			for _, i := range idx[:min(b.commited, len(idx))] {
+				written[i] = true
+			}
+			for i := range ps {
+				if ps[i].ok && ps[i].group != nil && !written[i] {
+					ps[i].ok = false
+					ps[i].l.done.Store(false)
+					fail(i, fmt.Errorf("frontier: done: %w", err))
+				}
+			}
+		}
+	}
+
+	var persist []string
+	f.mu.Lock()
+	for i := range ps {
+		if ps[i].ok {
+			f.applyDoneLocked(&ps[i], now)
+			if ps[i].o.RetryAfter > 0 {
+				persist = append(persist, ps[i].l.Host)
+			}
+		}
+	}
+	f.signalLocked()
+	f.mu.Unlock()
+	if len(persist) > 0 {
+		if err := f.persistHosts(persist...); err != nil {
+			for i := range ps {
+				if ps[i].ok && ps[i].o.RetryAfter > 0 {
+					fail(i, fmt.Errorf("frontier: done: persist host: %w", err))
+				}
+			}
+		}
+	}
+}
+
+// prepDone builds the Badger writes of one completion.
+func (f *Frontier) prepDone(p *donePrep, now time.Time, rc *Recrawl) {
+	l, o := p.l, p.o
+	hash := URLHash(l.URL)
+	rec := l.rec
 	switch o.Kind {
 	case Fetched, Drop:
 		st := StateFetched
@@ -1276,74 +1391,78 @@ func (f *Frontier) Done(l *Lease, o Outcome) error {
 			st = StateDropped
 		}
 		sr := SeenRecord{URL: l.URL, Status: o.Status, State: st, Reason: o.Err, Meta: o.Meta, At: now}
-		group = []op{{k: l.key, del: true}, {k: hashKey(famSeen, l.part, hash), v: sr.encode()}}
+		p.group = []op{{k: l.key, del: true}, {k: hashKey(famSeen, l.part, hash), v: sr.encode()}}
 		if o.Kind == Fetched && rc.Enabled {
 			// Schedule the next visit: same host queue, revisit band, a new sequence.
 			nr := qrec{URL: rec.URL, From: rec.From, Depth: rec.Depth, Priority: rec.Priority, History: rec.History}
 			nr.Val = Observe(rec.Val, o.Version, now)
 			iv := NextInterval(*rc, nr.Val, f.relativeImportance(rec.History))
 			nr.Val.Interval = int64(iv)
-			due = now.Add(iv).UnixNano()
+			p.due = now.Add(iv).UnixNano()
 			qk := qKey(l.part, l.Host, bandRevisit, rec.Depth, f.seq.Add(1))
-			group = append(group, op{k: rKey(l.part, due, f.seq.Add(1)|revisitBit), v: encodeR(qk, &nr)})
-			revisitNext = true
+			p.group = append(p.group, op{k: rKey(l.part, p.due, f.seq.Add(1)|revisitBit), v: encodeR(qk, &nr)})
+			p.revisitNext = true
 		}
 	case Retry:
 		rec.Attempts++
 		rec.LastErr, rec.LastStatus = o.Err, o.Status
 		if rec.Attempts >= f.cfg.MaxAttempts || o.Park {
-			dead = true
+			p.dead = true
 			dl := DeadLetter{URL: l.URL, Host: l.Host, Attempts: rec.Attempts, LastErr: o.Err, Status: o.Status, At: now}
 			sr := SeenRecord{URL: l.URL, Status: o.Status, State: StateDead, Reason: o.Err, Meta: o.Meta, At: now}
-			group = []op{{k: l.key, del: true}, {k: hashKey(famDead, l.part, hash), v: dl.encode()}, {k: hashKey(famSeen, l.part, hash), v: sr.encode()}}
+			p.group = []op{{k: l.key, del: true}, {k: hashKey(famDead, l.part, hash), v: dl.encode()}, {k: hashKey(famSeen, l.part, hash), v: sr.encode()}}
 		} else {
-			due = now.Add(f.backoff(rec.Attempts)).UnixNano()
-			rk := rKey(l.part, due, f.seq.Add(1))
-			group = []op{{k: l.key, del: true}, {k: rk, v: encodeR(l.key, &rec)}}
+			p.due = now.Add(f.backoff(rec.Attempts)).UnixNano()
+			rk := rKey(l.part, p.due, f.seq.Add(1))
+			p.group = []op{{k: l.key, del: true}, {k: rk, v: encodeR(l.key, &rec)}}
 		}
 	}
-	if group != nil {
-		b := newBatch(f.db)
-		err := b.group(group...)
-		if err == nil {
-			err = b.commit()
-		}
-		b.discard()
-		if err != nil {
-			l.done.Store(false)
-			return fmt.Errorf("frontier: done: %w", err)
-		}
-	}
+}
 
-	f.mu.Lock()
+// applyDoneLocked updates the in-memory state for a recorded completion.
+func (f *Frontier) applyDoneLocked(p *donePrep, now time.Time) {
+	l, o := p.l, p.o
 	h := f.hostLocked(l.Host)
 	if i := slices.IndexFunc(h.leased, func(k []byte) bool { return bytes.Equal(k, l.key) }); i >= 0 {
 		h.leased = slices.Delete(h.leased, i, i+1)
 	}
 	h.inflight--
 	f.inflight--
+	if l.released {
+		h.released = max(0, h.released-1)
+	}
 	switch {
 	case o.Kind == Requeue:
 		f.insertLocked(h, item{key: l.key, rec: l.rec})
 	default:
 		h.queued--
 		f.queued--
+		h.fetched++
 		if prioOfKey(l.key) == bandRevisit {
 			h.revisits--
 			f.revisitQ--
 		}
 		switch {
-		case dead:
+		case p.dead:
 			f.dead++
 		case o.Kind == Retry:
 			f.retryPending++
-			f.noteRetryLocked(l.part, due)
-		case revisitNext:
+			f.noteRetryLocked(l.part, p.due)
+		case p.revisitNext:
 			f.revisitPend++
-			f.noteRetryLocked(l.part, due)
+			f.noteRetryLocked(l.part, p.due)
 		}
 	}
-	nowNs := now.UnixNano()
+	if !l.released {
+		f.politeLocked(h, l, o, now.UnixNano())
+	}
+	f.fixLocked(h)
+}
+
+// politeLocked moves the host's politeness clock when a lease's request is over: back to
+// where it was if no request was sent, else (PerHost 1) at least the delay past the
+// response's end; RetryAfter pushes it further.
+func (f *Frontier) politeLocked(h *host, l *Lease, o Outcome, nowNs int64) {
 	switch {
 	case o.NoRequest:
 		if h.next == l.leaseNext {
@@ -1352,23 +1471,44 @@ func (f *Frontier) Done(l *Lease, o Outcome) error {
 	case f.cfg.PerHost == 1:
 		end := nowNs
 		if !o.Finished.IsZero() {
-			end = min(end, o.Finished.UnixNano())
+			end = min(end+int64(maxFinishedAhead), o.Finished.UnixNano())
 		}
 		h.next = max(h.next, end+int64(f.delayOf(h)))
 	}
 	if o.RetryAfter > 0 {
 		h.next = max(h.next, nowNs+int64(o.RetryAfter))
 	}
+}
+
+// Release says that a lease's request is over (o as Done will get it; its politeness
+// fields, Finished, NoRequest and RetryAfter, count now): the host's politeness clock
+// moves as Done would move it, and the host may be leased again after its delay, while
+// this URL stays leased, and in its queue, until Done records it. So the time a caller
+// spends making the page's links and archive record durable (a group commit) does not
+// hold the host: a host gets its turns at the pace of its delay, as long as the frontier
+// has its other URLs. Release after Done, a second Release, or a lease the host no longer
+// holds (its partition was handed off) are no-ops. Optional: Done alone does both.
+func (f *Frontier) Release(l *Lease, o Outcome) {
+	if l == nil || l.f != f || l.done.Load() {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	h := f.hosts[l.Host]
+	if l.released || l.done.Load() || h == nil ||
+		!slices.ContainsFunc(h.leased, func(k []byte) bool { return bytes.Equal(k, l.key) }) {
+		return
+	}
+	l.released = true
+	h.released++
+	f.politeLocked(h, l, o, f.cfg.Now().UnixNano())
 	f.fixLocked(h)
 	f.signalLocked()
-	f.mu.Unlock()
-	if o.RetryAfter > 0 {
-		if err := f.persistHosts(l.Host); err != nil {
-			return fmt.Errorf("frontier: done: persist host: %w", err)
-		}
-	}
-	return nil
 }
+
+// maxFinishedAhead bounds how far past Done an Outcome's Finished may move the host's
+// politeness clock.
+const maxFinishedAhead = time.Minute
 
 // backoff is full jitter over min(BackoffMax, BackoffBase * 2^(attempt-1)).
 func (f *Frontier) backoff(attempt int) time.Duration {
@@ -1636,10 +1776,10 @@ func (f *Frontier) Stats() Stats {
 	}
 	f.mu.Unlock()
 	f.bloomMu.RLock()
-	s.BloomBytes = int(f.bloom.Cap() / 8)
+	s.BloomBytes = f.bloom.bytes()
 	f.fillMu.Lock()
 	if f.fillAt == 0 || now-f.fillAt >= int64(bloomFillEvery) || now < f.fillAt {
-		f.fill = float64(f.bloom.BitSet().Count()) / float64(max(1, f.bloom.Cap()))
+		f.fill = f.bloom.fill()
 		f.fillAt = now
 	}
 	s.BloomFill = f.fill
@@ -1734,6 +1874,7 @@ func (f *Frontier) Close() error {
 		}
 	}
 	f.mu.Unlock()
+	f.stopBloom()
 	if len(names) > 0 {
 		if err := f.persistHosts(names...); err != nil {
 			return fmt.Errorf("frontier: close: %w", err)

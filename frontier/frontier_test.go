@@ -116,6 +116,18 @@ func TestPoliteness(t *testing.T) {
 			},
 		},
 		{
+			// The caller closed a connection the server may still be answering on and
+			// gives it 700ms: the delay runs from then (a future Finished is honoured).
+			name: "delay runs from a finish ahead of Done", perHost: 1, delay: 1000 * ms,
+			steps: []step{
+				{0, "lease", 0},
+				{2500 * ms, "doneFinishedAgo", -700 * ms}, // next = 3200+1000
+				{0, "none", 1700 * ms},
+				{1699 * ms, "none", 1 * ms},
+				{1 * ms, "lease", 0},
+			},
+		},
+		{
 			// The caller spent 500ms archiving and parsing after the response ended at 2000ms:
 			// the delay runs from the end of the response, not from Done.
 			name: "delay runs from the response's finish", perHost: 1, delay: 1000 * ms,
@@ -898,5 +910,55 @@ func TestConfigValidate(t *testing.T) {
 		if _, err := Open(tc.cfg); !errors.Is(err, ErrConfig) {
 			t.Errorf("%s: %v, want ErrConfig", tc.name, err)
 		}
+	}
+}
+
+// TestDoneBatch: one DoneBatch records each kind of outcome as Done would, reports the
+// completions it could not record by index, and a recorded lease cannot be recorded again.
+func TestDoneBatch(t *testing.T) {
+	f := openF(t, Config{DB: openDB(t, ""), DefaultDelaySet: true, MaxAttempts: 3, Rand: func() float64 { return 0 }})
+	mustAdd(t, f, u("a.test", "/1"), u("b.test", "/1"), u("c.test", "/1"), u("d.test", "/1"))
+	var ls []*Lease
+	for i := 0; i < 4; i++ {
+		l, _ := tryNext(t, f)
+		if l == nil {
+			t.Fatalf("no lease %d: %+v", i, f.Stats())
+		}
+		ls = append(ls, l)
+	}
+	mustDone(t, f, ls[3], Outcome{Kind: Drop, Err: "disallowed", NoRequest: true})
+	cs := []Completion{
+		{Lease: ls[0], Outcome: Outcome{Kind: Fetched, Status: 200, Meta: []byte("m0")}},
+		{Lease: ls[1], Outcome: Outcome{Kind: Retry, Err: "timeout"}},
+		{Lease: ls[2], Outcome: Outcome{Kind: Requeue, NoRequest: true}},
+		{Lease: ls[3], Outcome: Outcome{Kind: Fetched}}, // recorded already
+		{Lease: nil, Outcome: Outcome{Kind: Fetched}},
+	}
+	failed := map[int]error{}
+	f.DoneBatch(cs, func(i int, err error) { failed[i] = err })
+	if len(failed) != 2 || !errors.Is(failed[3], ErrLeaseDone) || !errors.Is(failed[4], ErrBadLease) {
+		t.Fatalf("failed %v", failed)
+	}
+	st := f.Stats()
+	if st.InFlight != 0 || st.Queued != 1 || st.RetryPending != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+	sr, ok, err := f.Lookup(ls[0].URL)
+	if err != nil || !ok || sr.State != StateFetched || string(sr.Meta) != "m0" {
+		t.Fatalf("lookup %+v %v %v", sr, ok, err)
+	}
+	if err := f.Done(ls[0], Outcome{Kind: Fetched}); !errors.Is(err, ErrLeaseDone) {
+		t.Fatalf("second Done: %v", err)
+	}
+	// The requeued URL is leasable again at once (the retry, due at once with Rand 0, may
+	// come first).
+	got := map[string]bool{}
+	for i := 0; i < 2; i++ {
+		if l, _ := tryNext(t, f); l != nil {
+			got[l.URL] = true
+		}
+	}
+	if !got[ls[2].URL] {
+		t.Fatalf("requeued URL not leased again: %v", got)
 	}
 }

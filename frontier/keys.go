@@ -202,9 +202,12 @@ type qrec struct {
 	Cash, History float64
 	// Val is what the last fetch saw (revisits; version 2).
 	Val Validators
+	// Links counts the link occurrences (pages linking to it) the URL received while
+	// queued, itself included (version 3; older records read as 1).
+	Links int
 }
 
-const qrecVersion = 2
+const qrecVersion = 3
 
 func (r *qrec) encode() []byte {
 	e := enc{b: make([]byte, 0, 32+len(r.URL)+len(r.From)+len(r.LastErr))}
@@ -220,6 +223,7 @@ func (r *qrec) encode() []byte {
 	e.u(math.Float64bits(r.Cash))
 	e.u(math.Float64bits(r.History))
 	r.Val.encode(&e)
+	e.u(uint64(r.Links))
 	return e.b
 }
 
@@ -239,6 +243,10 @@ func decodeQrec(b []byte) (qrec, error) {
 		r.Cash = math.Float64frombits(d.u())
 		r.History = math.Float64frombits(d.u())
 		r.Val.decode(&d)
+	}
+	r.Links = 1
+	if ver >= 3 {
+		r.Links = int(d.u())
 	}
 	return r, d.done("queue record")
 }

@@ -78,6 +78,23 @@ func (f *Frontier) ResumePartition(p uint16) {
 	f.mu.Unlock()
 }
 
+// RestPartition keeps every in-memory host of p from being leased before until (a host
+// whose next allowed request is later keeps its time). The receiver of a handoff calls it
+// after importing the stream the old owner sent while it still held the lease: the
+// imported next-allowed times come from the old owner's clock, and its last response
+// may still be leaving the server. The rest lives in memory only; a restart takes longer.
+func (f *Frontier) RestPartition(p uint16, until time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	u := until.UnixNano()
+	for _, h := range f.hostsOfLocked(p) {
+		if h.next < u {
+			h.next = u
+			f.fixLocked(h)
+		}
+	}
+}
+
 // Paused reports whether PausePartition is in effect for p.
 func (f *Frontier) Paused(p uint16) bool {
 	f.mu.Lock()
@@ -241,15 +258,44 @@ func (f *Frontier) ExportPartition(p uint16, fn func(family byte, key, value []b
 // when the replica is imported (ImportPartition's merge rules), at worst one repeated
 // fetch, never a lost URL.
 func (f *Frontier) ExportPartitionSince(p uint16, since uint64, fn func(family byte, key, value []byte, deleted bool) error) (uint64, error) {
+	txn := f.db.NewTransaction(false)
+	defer txn.Discard()
+	return f.ExportPartitionSinceTxn(txn, p, since, fn)
+}
+
+// ExportPartitionSinceTxn is ExportPartitionSince reading from txn, a read transaction of
+// the frontier's DB (Config.DB) that the caller discards. Exports of several partitions
+// (and of other keys of the DB) from one txn are one consistent cut: a URL queued in one
+// partition by a page recorded fetched in another (a redirect, a link) is in the cut if
+// the fetch is. A replica built from separate snapshots could show the page fetched and
+// not the link, and lose the link when it is promoted.
+func (f *Frontier) ExportPartitionSinceTxn(txn *badger.Txn, p uint16, since uint64, fn func(family byte, key, value []byte, deleted bool) error) (uint64, error) {
 	prefixes := make([][]byte, len(exportFamilies))
 	for i, fam := range exportFamilies {
 		prefixes[i] = famPrefix(fam, p)
 	}
-	readTs, err := ExportSince(f.db, since, fn, prefixes...)
+	readTs, err := ExportSinceTxn(txn, since, fn, prefixes...)
 	if err != nil {
 		return 0, fmt.Errorf("frontier: export partition %d since %d: %w", p, since, err)
 	}
 	return readTs, nil
+}
+
+// Completes reports whether a change that ExportSince reports (family, value, deleted)
+// completes work rather than adds it: a deletion (a URL leaving its queue, an outbox
+// entry its owner acknowledged) or a seen record in a final state (fetched, dropped,
+// dead). Every other change adds: queued seen records, q and r records, host state,
+// dead letters, outbox entries. A copy that has a round's additions before any of its
+// completions never shows a page fetched without the links the fetch queued.
+func Completes(family byte, value []byte, deleted bool) bool {
+	if deleted {
+		return true
+	}
+	if family != famSeen {
+		return false
+	}
+	sr, err := decodeSeen(value)
+	return err == nil && sr.State != StateQueued
 }
 
 // ExportSince calls fn, prefix by prefix from one read snapshot, for every key under the
@@ -257,38 +303,91 @@ func (f *Frontier) ExportPartitionSince(p uint16, since uint64, fn func(family b
 // value per key, deleted=true for a deletion; fn's family is the key's first byte. It
 // returns the snapshot's read version (the next call's since).
 func ExportSince(db *badger.DB, since uint64, fn func(family byte, key, value []byte, deleted bool) error, prefixes ...[]byte) (uint64, error) {
-	var readTs uint64
-	err := db.View(func(txn *badger.Txn) error {
-		readTs = txn.ReadTs()
-		for _, prefix := range prefixes {
-			// With since > 0 every version is read: deletions are versions too.
-			it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, SinceTs: since, AllVersions: since > 0})
-			var last []byte
-			for it.Rewind(); it.Valid(); it.Next() {
-				item := it.Item()
-				k := item.Key()
-				if last != nil && bytes.Equal(k, last) {
-					continue // an older version of the key just sent
-				}
-				last = append(last[:0], k...)
-				var err error
-				switch {
-				case item.IsDeletedOrExpired() && since == 0:
-				case item.IsDeletedOrExpired():
-					err = fn(k[0], k, nil, true)
-				default:
-					err = item.Value(func(v []byte) error { return fn(k[0], k, v, false) })
-				}
-				if err != nil {
-					it.Close()
-					return err
-				}
+	txn := db.NewTransaction(false)
+	defer txn.Discard()
+	return ExportSinceTxn(txn, since, fn, prefixes...)
+}
+
+// ExportSinceTxn is ExportSince reading from the read transaction txn (its snapshot).
+func ExportSinceTxn(txn *badger.Txn, since uint64, fn func(family byte, key, value []byte, deleted bool) error, prefixes ...[]byte) (uint64, error) {
+	readTs := txn.ReadTs()
+	for _, prefix := range prefixes {
+		// With since > 0 every version is read: deletions are versions too.
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, SinceTs: since, AllVersions: since > 0})
+		var last []byte
+		for it.Rewind(); it.Valid(); it.Next() {
+			item := it.Item()
+			k := item.Key()
+			if last != nil && bytes.Equal(k, last) {
+				continue // an older version of the key just sent
 			}
-			it.Close()
+			last = append(last[:0], k...)
+			var err error
+			switch {
+			case item.IsDeletedOrExpired() && since == 0:
+			case item.IsDeletedOrExpired():
+				err = fn(k[0], k, nil, true)
+			default:
+				err = item.Value(func(v []byte) error { return fn(k[0], k, v, false) })
+			}
+			if err != nil {
+				it.Close()
+				return readTs, err
+			}
 		}
-		return nil
-	})
-	return readTs, err
+		it.Close()
+	}
+	return readTs, nil
+}
+
+// ExportPartitionsSinceTxn is ExportPartitionSinceTxn for every partition in parts at
+// once, all from one since > 0: one iterator per family over all partitions instead of
+// one per partition and family. Positioning an iterator (a seek in every memtable and
+// every table newer than since) is most of the cost of a small delta, and a replica
+// round exports a hundred partitions or more, most with a handful of changes. fn
+// receives each change with its partition; a partition's changes come in the order
+// ExportPartitionSinceTxn gives them (family by family, keys in order). Keys of
+// partitions not in parts are skipped. It returns the read version of txn.
+func (f *Frontier) ExportPartitionsSinceTxn(txn *badger.Txn, parts []uint16, since uint64, fn func(p uint16, family byte, key, value []byte, deleted bool) error) (uint64, error) {
+	if since == 0 {
+		return 0, errors.New("frontier: export partitions: since must be > 0 (a full copy goes partition by partition)")
+	}
+	want := make([]bool, 1<<16)
+	for _, p := range parts {
+		want[p] = true
+	}
+	readTs := txn.ReadTs()
+	for _, fam := range exportFamilies {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{fam}, SinceTs: since, AllVersions: true})
+		var last []byte
+		for it.Rewind(); it.Valid(); it.Next() {
+			item := it.Item()
+			k := item.Key()
+			if last != nil && bytes.Equal(k, last) {
+				continue // an older version of the key just sent
+			}
+			last = append(last[:0], k...)
+			if len(k) < 3 {
+				continue
+			}
+			p := binary.BigEndian.Uint16(k[1:3])
+			if !want[p] {
+				continue
+			}
+			var err error
+			if item.IsDeletedOrExpired() {
+				err = fn(p, fam, k, nil, true)
+			} else {
+				err = item.Value(func(v []byte) error { return fn(p, fam, k, v, false) })
+			}
+			if err != nil {
+				it.Close()
+				return readTs, fmt.Errorf("frontier: export partitions since %d: %w", since, err)
+			}
+		}
+		it.Close()
+	}
+	return readTs, nil
 }
 
 // ImportStats says what ImportPartition did with the records it read.
@@ -695,7 +794,7 @@ func (im *importer) apply(chunk []rawRec) error {
 	f.bloomMu.Lock()
 	for _, g := range done {
 		if g.eff.seenNew {
-			f.bloom.Add(g.eff.hash[:])
+			f.bloom.add(g.eff.hash)
 			f.cache.add(g.eff.hash)
 		}
 	}
@@ -757,17 +856,8 @@ func (im *importer) apply(chunk []rawRec) error {
 		}
 	}
 	f.signalLocked()
-	grow := uint(f.seen) > f.bloomCap
 	f.mu.Unlock()
-	if err != nil {
-		return err
-	}
-	if grow {
-		if err := f.rebuildBloom(); err != nil {
-			return fmt.Errorf("bloom rebuild: %w", err)
-		}
-	}
-	return nil
+	return err
 }
 
 // hostLocked is Frontier.hostLocked that remembers which hosts the import created.

@@ -660,3 +660,68 @@ func TestExportPartitionSince(t *testing.T) {
 		t.Fatalf("b has %d queued or waiting, a has %d in partition 1", got, want)
 	}
 }
+
+// TestCompletes: deletions and final seen records complete work; everything else adds.
+func TestCompletes(t *testing.T) {
+	queued := (&SeenRecord{URL: "http://a/", State: StateQueued}).encode()
+	fetched := (&SeenRecord{URL: "http://a/", State: StateFetched}).encode()
+	dropped := (&SeenRecord{URL: "http://a/", State: StateDropped}).encode()
+	cases := []struct {
+		fam     byte
+		v       []byte
+		deleted bool
+		want    bool
+	}{
+		{famSeen, queued, false, false},
+		{famSeen, fetched, false, true},
+		{famSeen, dropped, false, true},
+		{famSeen, nil, true, true},
+		{famQueue, []byte{1}, false, false},
+		{famQueue, nil, true, true},
+		{famRetry, []byte{1}, false, false},
+		{famHost, []byte{1}, false, false},
+		{famDead, []byte{1}, false, false},
+		{'o', []byte{1}, false, false},
+		{'o', nil, true, true},
+	}
+	for _, c := range cases {
+		if got := Completes(c.fam, c.v, c.deleted); got != c.want {
+			t.Errorf("Completes(%q, deleted %v) = %v, want %v", c.fam, c.deleted, got, c.want)
+		}
+	}
+}
+
+// TestRestPartition: a rested partition's hosts are not leased before the rest ends, a
+// later clock stays, and other partitions go on.
+func TestRestPartition(t *testing.T) {
+	clk := newFakeClock()
+	f := openF(t, partCfg(openDB(t, ""), clk))
+	mustAdd(t, f, urls("p1-a.test", 2)...)
+	mustAdd(t, f, urls("p1-b.test", 2)...)
+	mustAdd(t, f, urls("p2-a.test", 2)...)
+	f.DeferHost("p1-b.test", 5*time.Second)
+	f.RestPartition(1, clk.Now().Add(time.Second))
+	for _, l := range leaseAll(t, f) {
+		if partOf(l.Host) == 1 {
+			t.Fatalf("leased %s of a rested partition", l.URL)
+		}
+		mustDone(t, f, l, Outcome{Kind: Fetched})
+	}
+	clk.Advance(time.Second)
+	var hosts []string
+	for _, l := range leaseAll(t, f) {
+		hosts = append(hosts, l.Host)
+		mustDone(t, f, l, Outcome{Kind: Fetched})
+	}
+	if !slices.Contains(hosts, "p1-a.test") || slices.Contains(hosts, "p1-b.test") {
+		t.Fatalf("after the rest leased hosts %v, want p1-a.test and not p1-b.test (deferred longer)", hosts)
+	}
+	clk.Advance(4 * time.Second)
+	hosts = hosts[:0]
+	for _, l := range leaseAll(t, f) {
+		hosts = append(hosts, l.Host)
+	}
+	if !slices.Contains(hosts, "p1-b.test") {
+		t.Fatalf("after its own defer leased hosts %v, want p1-b.test", hosts)
+	}
+}

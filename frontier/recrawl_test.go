@@ -1,8 +1,10 @@
 package frontier
 
 import (
+	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -263,5 +265,240 @@ func TestReadyHostsByPriority(t *testing.T) {
 	want := []string{"http://b.test/", "http://c.test/", "http://d.test/", "http://a.test/"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("order\n got %v\nwant %v", got, want)
+	}
+}
+
+// TestOPICBatchDuplicatesPassCash: one Add carries the links of several pages, so a URL can
+// come several times; every occurrence is an in-link and brings its cash, whether the URL is
+// new or already queued.
+func TestOPICBatchDuplicatesPassCash(t *testing.T) {
+	cfg := noDelay(openDB(t, ""))
+	cfg.Importance = true
+	f := openF(t, cfg)
+	c := func(path string, cash float64) Candidate {
+		x := u("h.test", path)
+		x.Depth, x.Cash = 1, cash
+		return x
+	}
+	mustAdd(t, f, c("/old", 0.01))
+	r := mustAdd(t, f, c("/new", 0.1), c("/old", 0.1), c("/new", 0.1), c("/old", 0.1), c("/new", 0.1), c("/once", 0.2))
+	if r.Added != 2 || r.AlreadySeen != 4 {
+		t.Fatalf("add %+v, want 2 added and 4 already seen", r)
+	}
+	cash := map[string]float64{}
+	var order []string
+	for {
+		l, _ := tryNext(t, f)
+		if l == nil {
+			break
+		}
+		cash[l.URL], order = l.Cash, append(order, l.URL)
+		mustDone(t, f, l, Outcome{Kind: Fetched, Status: 200})
+	}
+	want := map[string]float64{"http://h.test/new": 0.3, "http://h.test/old": 0.21, "http://h.test/once": 0.2}
+	for k, v := range want {
+		if math.Abs(cash[k]-v) > 1e-9 {
+			t.Errorf("%s leased with cash %v, want %v", k, cash[k], v)
+		}
+	}
+	if order[0] != "http://h.test/new" {
+		t.Errorf("order %v: the URL three pages link to should go first", order)
+	}
+}
+
+// TestOPICBoostsEveryURL: cash passed to more queued URLs than one Badger transaction
+// holds reaches all of them (it used to stop at the first 512).
+func TestOPICBoostsEveryURL(t *testing.T) {
+	cfg := noDelay(openDB(t, ""))
+	cfg.Importance = true
+	f := openF(t, cfg)
+	const n = 1300
+	cs := make([]Candidate, n)
+	for i := range cs {
+		cs[i] = Candidate{URL: fmt.Sprintf("http://h%d.test/p", i), Depth: 1, Cash: 0.001}
+	}
+	mustAdd(t, f, cs...)
+	for i := range cs {
+		cs[i].Cash = 0.5
+	}
+	if r := mustAdd(t, f, cs...); r.AlreadySeen != n {
+		t.Fatalf("add %+v", r)
+	}
+	got := 0
+	for {
+		l, _ := tryNext(t, f)
+		if l == nil {
+			break
+		}
+		if math.Abs(l.Cash-0.501) > 1e-9 {
+			t.Errorf("%s leased with cash %v, want 0.501", l.URL, l.Cash)
+		}
+		got++
+		mustDone(t, f, l, Outcome{Kind: Fetched, Status: 200})
+	}
+	if got != n {
+		t.Fatalf("leased %d of %d", got, n)
+	}
+}
+
+// TestOPICTemplateLinksFirst: a link found on every fetched page of a site (its navigation)
+// ranks above links found once, even when each occurrence carried less cash: the forecast
+// counts the in-links the site's pages not yet fetched will give it.
+func TestOPICTemplateLinksFirst(t *testing.T) {
+	cfg := noDelay(openDB(t, ""))
+	cfg.Importance = true
+	f := openF(t, cfg)
+	mustAdd(t, f, Candidate{URL: "http://h.test/", Cash: 1})
+	if got := drain(t, f); len(got) != 1 {
+		t.Fatalf("drained %v", got)
+	}
+	// Three pages, each linking to the navigation page /nav and to 20 pages of their own;
+	// the navigation link carries a fifth of the cash of the others.
+	for p := 0; p < 3; p++ {
+		cs := []Candidate{{URL: "http://h.test/nav", Depth: 1, Cash: 0.01}}
+		for i := 0; i < 20; i++ {
+			cs = append(cs, Candidate{URL: fmt.Sprintf("http://h.test/a%d-%d", p, i), Depth: 1, Cash: 0.05})
+		}
+		mustAdd(t, f, cs...)
+	}
+	l, _ := tryNext(t, f)
+	if l == nil || l.URL != "http://h.test/nav" {
+		t.Fatalf("first lease %v, want the navigation page", l)
+	}
+}
+
+// TestOPICLargerSiteNavigationFirst: two sites, each with its home page and one section
+// page fetched; the navigation links are on both pages of each site, but b.test's section
+// page listed 40 new pages and a.test's 3. b.test's navigation goes first (every page of
+// the larger site will link to it), although a.test sorts first by name and the links
+// carry the same cash; the pages linked once come after both sites' navigation.
+func TestOPICLargerSiteNavigationFirst(t *testing.T) {
+	cfg := noDelay(openDB(t, ""))
+	cfg.Importance = true
+	f := openF(t, cfg)
+	mustAdd(t, f, Candidate{URL: "http://a.test/", Cash: 1}, Candidate{URL: "http://b.test/", Cash: 1})
+	page := func(host string, listed int) []Candidate {
+		var cs []Candidate
+		for i := 0; i < 8; i++ {
+			cs = append(cs, Candidate{URL: fmt.Sprintf("http://%s/s%d/", host, i), Depth: 1, Cash: 0.05})
+		}
+		for i := 0; i < listed; i++ {
+			cs = append(cs, Candidate{URL: fmt.Sprintf("http://%s/a%d.html", host, i), Depth: 2, Cash: 0.05})
+		}
+		return cs
+	}
+	// The home pages (as the node does: the links are added, then the lease is done).
+	for i := 0; i < 2; i++ {
+		l, _ := tryNext(t, f)
+		mustAdd(t, f, page(l.Host, 10)...)
+		mustDone(t, f, l, Outcome{Kind: Fetched, Status: 200})
+	}
+	// One section page of each site, fetched at the same time.
+	listed := map[string]int{"a.test": 3, "b.test": 40}
+	l1, _ := tryNext(t, f)
+	l2, _ := tryNext(t, f)
+	for _, l := range []*Lease{l1, l2} {
+		if l == nil || !strings.Contains(l.URL, "/s0/") {
+			t.Fatalf("lease %s, want a section page", l.URL)
+		}
+		cs := page(l.Host, 0)
+		for j := 0; j < listed[l.Host]; j++ {
+			cs = append(cs, Candidate{URL: fmt.Sprintf("http://%s/s0/%d.html", l.Host, j), Depth: 2, Cash: 0.01})
+		}
+		mustAdd(t, f, cs...)
+		mustDone(t, f, l, Outcome{Kind: Fetched, Status: 200})
+	}
+	// Every page fetched from now on links the navigation too.
+	var got []string
+	for {
+		l, _ := tryNext(t, f)
+		if l == nil {
+			break
+		}
+		got = append(got, l.URL)
+		mustAdd(t, f, page(l.Host, 0)...)
+		mustDone(t, f, l, Outcome{Kind: Fetched, Status: 200})
+	}
+	var want []string
+	for _, h := range []string{"b.test", "a.test"} {
+		for i := 1; i < 8; i++ {
+			want = append(want, fmt.Sprintf("http://%s/s%d/", h, i))
+		}
+	}
+	if len(got) < len(want) || !slices.Equal(got[:len(want)], want) {
+		t.Fatalf("order\n got %v\nwant first %v", got, want)
+	}
+}
+
+// TestReleaseFreesHost: Release gives the host's request slot back while the URL stays
+// leased: the host's next URL can be leased once its delay has passed from the response's
+// end, before Done; Done later records the first lease without moving the host's clock,
+// and the counts stay exact. A RetryAfter given to Release holds the host.
+func TestReleaseFreesHost(t *testing.T) {
+	clk := newFakeClock()
+	f := openF(t, Config{DB: openDB(t, ""), Now: clk.Now, DefaultDelaySet: true, DefaultDelay: time.Second})
+	mustAdd(t, f, u("h.test", "/a"), u("h.test", "/b"), u("h.test", "/c"))
+	la, _ := tryNext(t, f)
+	clk.Advance(3 * time.Second)
+	if l, _ := tryNext(t, f); l != nil {
+		t.Fatalf("leased %s while the host's request is in flight", l.URL)
+	}
+	f.Release(la, Outcome{Kind: Fetched, Finished: clk.Now()})
+	f.Release(la, Outcome{Kind: Fetched, Finished: clk.Now()}) // a second Release is a no-op
+	if l, wait := tryNext(t, f); l != nil || wait != time.Second {
+		t.Fatalf("lease %v, wait %v: want none before the delay after the response (1s)", l, wait)
+	}
+	clk.Advance(time.Second)
+	lb, _ := tryNext(t, f)
+	if lb == nil || lb.URL != "http://h.test/b" {
+		t.Fatalf("lease %v after Release and the delay, want /b", lb)
+	}
+	if s := f.Stats(); s.InFlight != 2 {
+		t.Fatalf("in flight %d, want 2 (a released lease stays leased until Done)", s.InFlight)
+	}
+	mustDone(t, f, la, Outcome{Kind: Fetched, Status: 200})
+	f.Release(lb, Outcome{Kind: Retry, Status: 503, RetryAfter: time.Minute, Finished: clk.Now()})
+	clk.Advance(30 * time.Second)
+	if l, _ := tryNext(t, f); l != nil {
+		t.Fatalf("leased %s during the Retry-After given to Release", l.URL)
+	}
+	mustDone(t, f, lb, Outcome{Kind: Fetched, Status: 200})
+	clk.Advance(31 * time.Second)
+	if l, _ := tryNext(t, f); l == nil || l.URL != "http://h.test/c" {
+		t.Fatalf("lease %v after the Retry-After, want /c", l)
+	} else {
+		mustDone(t, f, l, Outcome{Kind: Fetched, Status: 200})
+	}
+	checkCounters(t, f)
+}
+
+// TestOPICFirstPageInPageOrder: before a site's second page, every link of its first page
+// may be navigation, so the forecast goes to all of them alike and they keep the page's
+// order, even where a link from another site brought a little more cash; and every URL of
+// one Add sees the same size of its site, so a URL late in the batch does not outrank the
+// earlier ones.
+func TestOPICFirstPageInPageOrder(t *testing.T) {
+	cfg := noDelay(openDB(t, ""))
+	cfg.Importance = true
+	f := openF(t, cfg)
+	mustAdd(t, f, Candidate{URL: "http://h.test/", Cash: 1})
+	home, _ := tryNext(t, f)
+	var cs []Candidate
+	var want []string
+	for i := 0; i < 8; i++ {
+		cs = append(cs, Candidate{URL: fmt.Sprintf("http://h.test/s%d/", i), Depth: 1, Cash: 0.03})
+		want = append(want, cs[i].URL)
+	}
+	for i := 0; i < 30; i++ {
+		c := Candidate{URL: fmt.Sprintf("http://h.test/a%d.html", i), Depth: 1, Cash: 0.03}
+		if i%10 == 3 {
+			c.Cash = 0.045 // also linked from another site
+		}
+		cs = append(cs, c)
+	}
+	mustAdd(t, f, cs...)
+	mustDone(t, f, home, Outcome{Kind: Fetched, Status: 200})
+	if got := drain(t, f); !slices.Equal(got[:8], want) {
+		t.Fatalf("order\n got %v\nwant first %v", got, want)
 	}
 }
