@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -267,13 +268,21 @@ func (s *Stage) recover() error {
 	if err != nil {
 		return fmt.Errorf("corpus: recover: %w", err)
 	}
+	// A .recover file is what a crash during an earlier recovery left: its .partial is still
+	// there and is finished again below. Remove them all first: finishing a .partial writes
+	// (and renames away) the .recover of the same name, so removing them in listing order
+	// would find one already gone.
+	for _, e := range entries {
+		if name := e.Name(); strings.HasSuffix(name, recoverExt) {
+			if err := os.Remove(filepath.Join(s.cfg.OutDir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("corpus: recover: %w", err)
+			}
+		}
+	}
 	maxSeq := -1
 	for _, e := range entries {
 		name := e.Name()
 		if strings.HasSuffix(name, recoverExt) {
-			if err := os.Remove(filepath.Join(s.cfg.OutDir, name)); err != nil {
-				return fmt.Errorf("corpus: recover: %w", err)
-			}
 			continue
 		}
 		node, seq, partial, ok := parseShardName(name)

@@ -251,14 +251,17 @@ func TestStageCrashRecovery(t *testing.T) {
 		point   string
 		at      int
 		garbage bool
+		// recoverLeft adds the .recover file a crash during an earlier recovery leaves.
+		recoverLeft bool
 	}{
-		{"written", 10, false},    // records in the encoder's buffer are lost
-		{"flushed", 3, false},     // records durable, jobs not yet deleted
-		{"before_flush", 2, true}, // and a torn, unflushed tail in the file
-		{"written", 1, false},     // before the first commit
-		{"flushed", 1, true},
+		{"written", 10, false, false},    // records in the encoder's buffer are lost
+		{"flushed", 3, false, false},     // records durable, jobs not yet deleted
+		{"before_flush", 2, true, false}, // and a torn, unflushed tail in the file
+		{"written", 1, false, false},     // before the first commit
+		{"flushed", 1, true, false},
+		{"flushed", 3, false, true},
 	} {
-		t.Run(fmt.Sprintf("%s-%d", c.point, c.at), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s-%d-%t", c.point, c.at, c.recoverLeft), func(t *testing.T) {
 			db := openMemDB(t)
 			dir := t.TempDir()
 			st := newSite()
@@ -311,6 +314,12 @@ func TestStageCrashRecovery(t *testing.T) {
 				f, _ := os.OpenFile(partials[0], os.O_APPEND|os.O_WRONLY, 0)
 				f.Write([]byte("\x28\xb5\x2f\xfd garbage of a torn block"))
 				f.Close()
+			}
+			if c.recoverLeft {
+				final := strings.TrimSuffix(partials[0], partialExt)
+				if err := os.WriteFile(final+recoverExt, []byte("half a recovered shard"), 0o644); err != nil {
+					t.Fatal(err)
+				}
 			}
 
 			s2 := runToEnd(t, cfg, nil)

@@ -18,7 +18,9 @@
 //     gives ErrCorrupt, never a panic.
 //   - Receiver (Handler) and transport (HTTPSender) for POST /internal/v1/links: 200 when
 //     every partition committed, 409 with the refused partitions when the receiver does
-//     not own some of them at the batch's epoch.
+//     not own some of them at the batch's epoch. HandlerSync also runs a hook after the
+//     commits and before the answer (a node waits there until its replicas hold the
+//     links: once acknowledged, the links exist nowhere else).
 //
 // Key space (family 'o' only; the DB is shared with the frontier and others):
 //

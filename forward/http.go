@@ -49,6 +49,15 @@ type refusal struct {
 //	500  apply failed otherwise ("apply_failed"): the sender retries the whole batch, which
 //	     is safe because frontier adds are idempotent
 func Handler(apply func(ctx context.Context, from string, p PartitionLinks) error) http.Handler {
+	return HandlerSync(apply, nil)
+}
+
+// HandlerSync is Handler that, once every partition was applied, calls sync (if not nil)
+// with the partitions that committed before it answers: the sender deletes the links when
+// it gets the answer, so whatever must hold them beyond the receiver's own disk (its
+// replicas) has to be done by then. An error from sync answers 500 ("sync_failed"): the
+// sender keeps the batch and sends it again.
+func HandlerSync(apply func(ctx context.Context, from string, p PartitionLinks) error, sync func(ctx context.Context, committed []uint16) error) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			w.Header().Set("Allow", http.MethodPost)
@@ -74,16 +83,23 @@ func Handler(apply func(ctx context.Context, from string, p PartitionLinks) erro
 			httpError(w, http.StatusBadRequest, "corrupt", err.Error())
 			return
 		}
-		var refused []uint16
+		var refused, committed []uint16
 		for _, p := range b.Partitions {
 			err := apply(r.Context(), b.From, p)
 			switch {
 			case err == nil:
+				committed = append(committed, p.Partition)
 			case errors.Is(err, ErrNotOwner):
 				refused = append(refused, p.Partition)
 			default:
 				httpError(w, http.StatusInternalServerError, "apply_failed",
 					fmt.Sprintf("partition %d: %v", p.Partition, err))
+				return
+			}
+		}
+		if sync != nil && len(committed) > 0 {
+			if err := sync(r.Context(), committed); err != nil {
+				httpError(w, http.StatusInternalServerError, "sync_failed", err.Error())
 				return
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -232,5 +233,41 @@ func TestPartialRefusalHTTP(t *testing.T) {
 	}
 	if st := o.Stats(); st.BytesPerLink <= 0 || st.BytesPerLink > 30 {
 		t.Fatalf("bytes per link %.1f", st.BytesPerLink)
+	}
+}
+
+// TestHandlerSync: sync runs after the applies, with the committed partitions only, and
+// before the answer; its failure keeps the batch at the sender (500).
+func TestHandlerSync(t *testing.T) {
+	b := Batch{From: "n2", Partitions: []PartitionLinks{
+		{Partition: 1, Epoch: 4, Links: []Link{{URL: "http://h1.sim.test/a"}}},
+		{Partition: 2, Epoch: 4, Links: []Link{{URL: "http://h2.sim.test/b"}}},
+	}}
+	enc, err := Encode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var events []string
+	apply := func(ctx context.Context, f string, p PartitionLinks) error {
+		events = append(events, fmt.Sprint("apply ", p.Partition))
+		if p.Partition == 2 {
+			return ErrNotOwner
+		}
+		return nil
+	}
+	var syncErr error
+	h := HandlerSync(apply, func(ctx context.Context, committed []uint16) error {
+		events = append(events, fmt.Sprint("sync ", committed))
+		return syncErr
+	})
+	if rec := post(t, h, http.MethodPost, enc); rec.Code != 409 {
+		t.Fatalf("status %d: %s", rec.Code, rec.Body)
+	}
+	if want := []string{"apply 1", "apply 2", "sync [1]"}; !slices.Equal(events, want) {
+		t.Fatalf("events %q, want %q", events, want)
+	}
+	events, syncErr = nil, errors.New("replicas behind")
+	if rec := post(t, h, http.MethodPost, enc); rec.Code != 500 || !strings.Contains(rec.Body.String(), "sync_failed") {
+		t.Fatalf("sync failure: status %d: %s", rec.Code, rec.Body)
 	}
 }

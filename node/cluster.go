@@ -199,6 +199,7 @@ type cluster struct {
 	syncLC     time.Time // LastContact at the previous check (loop goroutine only)
 
 	started    atomic.Bool   // start finished: g, ctl and the loop run
+	ctlReady   atomic.Bool   // ctl is set and started: the internal Raft routes may use it
 	jobVersion atomic.Uint64 // the job configuration version last applied
 	leaving    atomic.Bool   // decommission requested
 	left       chan struct{}
@@ -310,6 +311,7 @@ func (c *cluster) start(ctx context.Context, httpAddr string) error {
 		return fmt.Errorf("raft: %w", err)
 	}
 	c.ctl = ctl
+	c.ctlReady.Store(true)
 	raftAddr := ctl.Self().RaftAddr
 	if raftAdv == "" && raftAddr == "" {
 		raftAddr = raftBind

@@ -25,11 +25,17 @@ import (
 func (n *Node) internalHandler() http.Handler {
 	mux := http.NewServeMux()
 	c := n.cl
-	mux.Handle("POST "+forward.LinksPath, forward.Handler(c.receiveLinks))
+	mux.Handle("POST "+forward.LinksPath, forward.HandlerSync(c.receiveLinks, c.linksCopied))
 	mux.HandleFunc("POST /internal/v1/partitions/{p}", c.importHandler)
 	mux.HandleFunc("POST /internal/v1/raft/apply", c.applyHandler)
 	mux.HandleFunc("POST "+replicaPath, c.repl.receive)
 	mux.HandleFunc("GET /internal/v1/raft/index", func(w http.ResponseWriter, r *http.Request) {
+		// Only the controller must exist: peers ask the leader for its index and forward
+		// commands to it while it may still be joining gossip.
+		if !c.ctlReady.Load() {
+			writeError(w, http.StatusServiceUnavailable, "starting", "the node is still joining its cluster")
+			return
+		}
 		idx, err := c.ctl.LeaderIndex(5 * time.Second)
 		if err != nil {
 			writeError(w, http.StatusConflict, "not_leader", "%v", err)
@@ -76,6 +82,10 @@ func (c *cluster) applyHandler(w http.ResponseWriter, r *http.Request) {
 	cmd, err := control.Decode(body)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "bad_command", "%v", err)
+		return
+	}
+	if !c.ctlReady.Load() {
+		writeError(w, http.StatusServiceUnavailable, "starting", "the node is still joining its cluster")
 		return
 	}
 	res, err := c.ctl.Apply(cmd)
@@ -197,11 +207,21 @@ func (n *Node) Cluster() ClusterView {
 }
 
 func (n *Node) cluster(w http.ResponseWriter, r *http.Request) {
+	// The API serves before the node has joined: its Raft controller does not exist until
+	// then (a request in that window used to dereference a nil controller).
+	if !n.cl.started.Load() {
+		writeError(w, http.StatusServiceUnavailable, "starting", "the node is still joining its cluster")
+		return
+	}
 	writeJSON(w, http.StatusOK, n.Cluster())
 }
 
 // leaveHandler is POST /v1/node/leave: decommission this node.
 func (n *Node) leaveHandler(w http.ResponseWriter, r *http.Request) {
+	if !n.cl.started.Load() {
+		writeError(w, http.StatusServiceUnavailable, "starting", "the node is still joining its cluster")
+		return
+	}
 	if err := n.cl.leave(); err != nil {
 		writeError(w, http.StatusConflict, "cannot_leave", "%v", err)
 		return

@@ -97,8 +97,8 @@ func TestClusterInProcess(t *testing.T) {
 	go func() { wg.Wait(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(4 * time.Minute):
-		t.Fatal("the cluster did not finish within 4 minutes")
+	case <-time.After(8 * time.Minute):
+		t.Fatal("the cluster did not finish within 8 minutes")
 	}
 	close(errs)
 	for err := range errs {

@@ -9,9 +9,10 @@ package node
 //	  -> revisit unchanged (304, same body)? WARC revisit record, Done (next visit scheduled)
 //	  -> WARC record written (response, or revisit for a payload seen before)
 //	  -> redirect target / links / sitemap URLs, HTML page's extract job: kept by the slot
-//	  -> committer (group commit of many slots): frontier.Add of all links, one extract
-//	     Enqueue of all jobs (durable), then the slots are released
-//	  -> frontier.Done by the slot (the URL leaves its queue only now)
+//	  -> handed to the committers (bounded queue); the slot leases its next URL at once
+//	  -> committer (group commit of many leases): frontier.Add of all links, one extract
+//	     Enqueue of all jobs and one payload-index write (durable), then one
+//	     frontier.DoneBatch for the leases (each URL leaves its queue only now)
 
 import (
 	"context"
@@ -19,6 +20,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/crawlnode/crawlnode/archive"
@@ -40,46 +42,79 @@ type workerState struct {
 	links []frontier.Candidate
 	// job is the page's extract-stage job, queued by the committer; nil when none.
 	job *corpus.Job
+	// payload is the payload-index entry of a payload archived for the first time, written
+	// by the committer; nil when none.
+	payload *payloadEntry
 	// finished is when the host's last response (or failure) of this lease ended: the
 	// host's delay runs from there (frontier.Outcome.Finished).
 	finished time.Time
 }
 
-// truncatedGrace is added to the end of a response whose body we cut (--max-body) before
-// the host's delay starts to run.
+// truncatedGrace is added to the end of a response whose body we cut (--max-body), or of a
+// request we gave up on (oversized headers, a malformed answer; a timeout gets a longer
+// rest, timeoutRestMax), before the host's delay starts to run: the server learns of our
+// close only when a write of its fails, and until then it still counts the request as in
+// flight.
 const truncatedGrace = time.Second
 
-// pendingDone is a lease whose links and extract job wait for the group commit.
+// timeoutRestMax bounds the rest a host gets after a request to it timed out (as long as
+// the request took; frontier.Outcome.Finished honours up to a minute ahead).
+const timeoutRestMax = 30 * time.Second
+
+// pendingDone is a finished lease whose links, extract job and payload-index entry wait
+// for the group commit; the committer records the lease after writing them.
 type pendingDone struct {
-	l     *frontier.Lease
-	o     frontier.Outcome
-	links []frontier.Candidate
-	job   *corpus.Job
-	ack   chan<- struct{} // signalled once links and job are committed
+	l       *frontier.Lease
+	o       frontier.Outcome
+	links   []frontier.Candidate
+	job     *corpus.Job
+	payload *payloadEntry
+}
+
+// payloadEntry is a payload-index entry (a payload archived for the first time).
+type payloadEntry struct {
+	digest string
+	ref    payloadRef
 }
 
 // committers is the number of goroutines committing links and recording leases. The
-// frontier serializes its seen-set writes, so more would only queue there; two let one
-// batch's reads overlap the other's commit.
-const committers = 2
+// frontier serializes its seen-set writes, so more would only queue there; three pipeline
+// the work: other batches' Done records, extract jobs and payload entries are written (and
+// Badger merges those commits) while one batch's links are added.
+const committers = 3
 
 // maxCommitBatch bounds the leases whose links go into one frontier.Add.
-const maxCommitBatch = 256
+const maxCommitBatch = 512
 
-// commitQueue is the hand-off channel's capacity. Each slot has at most one lease in it
-// (it waits for the ack), so this only bounds how many slots queue without blocking.
+// commitQueue is how many finished leases may wait for the group commit while their slots
+// fetch again, in the hand-off channel or in a committer's batch (a slot takes a token
+// from Node.unrecorded before it hands a lease over; the committer gives it back once the
+// lease is recorded). It bounds both the memory held by waiting leases and what a kill -9
+// re-issues (--concurrency + this); when it is full, the slots wait (back-pressure from
+// the disk).
 func commitQueue(concurrency int) int { return min(max(concurrency, 64), 4096) }
 
-// committer is a group commit: it adds the links of many leases in one frontier.Add and
-// their extract jobs in one Enqueue, then acks the slots, which record their leases
-// (frontier.Done), so that a URL leaves its queue only once what it discovered is durable. A slot waits
-// for one batched commit instead of queueing behind one commit per page, and no lease is
-// held beyond the fetch slots (a kill -9 re-issues at most --concurrency URLs). It returns
-// when in is closed and drained.
+// committer is a group commit: it adds the links of many leases in one frontier.Add, their
+// extract jobs in one Enqueue and their payload-index entries in one transaction, then
+// records the leases in one frontier.DoneBatch, so that a URL leaves its queue only once
+// what it discovered is durable. Fetch slots do not wait for it: a slot releases the
+// host (frontier.Release: the host's politeness clock runs from the response's end, and
+// its next request may come after its delay while the URL stays leased), hands the lease
+// over and leases its next URL. It returns when in is closed and drained.
+//
+// A failed write (a disk error, a full disk) is retried with backoff until it succeeds,
+// and the slots wait meanwhile (the hand-off queue fills): nothing is recorded as done
+// before what it discovered is durable. When the node stops while a links or jobs write
+// still fails, the batch's leases go back to their queues (Requeue): their pages are
+// fetched again later rather than lost. A lease whose outcome cannot be recorded at all
+// (the frontier closed at shutdown) stays queued on disk and is leased again at the next
+// start.
 func (n *Node) committer(ctx context.Context, in <-chan pendingDone) {
 	batch := make([]pendingDone, 0, maxCommitBatch)
-	var links []frontier.Candidate
+	var links, scratch []frontier.Candidate
 	var jobs []corpus.Job
+	var payloads []payloadEntry
+	var cs []frontier.Completion
 	for first := range in {
 		batch = append(batch[:0], first)
 	fill:
@@ -94,29 +129,126 @@ func (n *Node) committer(ctx context.Context, in <-chan pendingDone) {
 				break fill
 			}
 		}
-		links, jobs = links[:0], jobs[:0]
+		links, jobs, payloads, cs = links[:0], jobs[:0], payloads[:0], cs[:0]
 		for _, p := range batch {
 			links = append(links, p.links...)
 			if p.job != nil {
 				jobs = append(jobs, *p.job)
 			}
+			if p.payload != nil {
+				payloads = append(payloads, *p.payload)
+			}
+			cs = append(cs, frontier.Completion{Lease: p.l, Outcome: p.o})
 		}
-		n.route1(links)
-		n.enqueueJobs(ctx, jobs)
-		// The slots record their leases themselves, concurrently: Badger merges concurrent
-		// commits, a loop here would serialize them.
-		for i := range batch {
-			batch[i].ack <- struct{}{}
-			batch[i] = pendingDone{}
+		durable := n.durably(ctx, "queue discovered links", func() error {
+			if len(links) == 0 {
+				return nil
+			}
+			// route filters its argument in place: a retry needs the batch intact.
+			scratch = append(scratch[:0], links...)
+			if err := n.commitFault("links"); err != nil {
+				return err
+			}
+			_, _, err := n.route(context.Background(), scratch)
+			return err
+		}) && n.durably(ctx, "queue pages for extraction", func() error {
+			return n.enqueueJobs(ctx, jobs)
+		})
+		if !durable {
+			n.log.Warn("stopping with links or pages not written: their URLs go back to the queue", "leases", len(cs))
+			for i := range cs {
+				cs[i].Outcome.Kind, cs[i].Outcome.Status, cs[i].Outcome.Err = frontier.Requeue, 0, ""
+			}
 		}
+		n.rememberPayloads(payloads)
+		n.recordDone(ctx, cs)
+		n.stats.busy.Add(-int64(len(batch)))
+		for range batch {
+			<-n.unrecorded
+		}
+		clear(batch)
 		clear(links)
+		clear(scratch)
 		clear(jobs)
+		clear(payloads)
+		clear(cs)
 	}
+}
+
+// recordDone records the leases' outcomes, retrying those a write error kept out.
+func (n *Node) recordDone(ctx context.Context, cs []frontier.Completion) {
+	pending := cs
+	n.durably(ctx, "record fetch outcomes", func() error {
+		if err := n.commitFault("done"); err != nil {
+			return err
+		}
+		var failed []frontier.Completion
+		var last error
+		n.front.DoneBatch(pending, func(i int, err error) {
+			if permanentCommitErr(err) {
+				n.log.Error("record outcome", "url", pending[i].Lease.URL, "err", err)
+				return
+			}
+			failed, last = append(failed, pending[i]), err
+		})
+		pending = failed
+		return last
+	})
+}
+
+// permanentCommitErr: retrying the write cannot help (the frontier closed, or the lease
+// was not ours to record).
+func permanentCommitErr(err error) bool {
+	return errors.Is(err, frontier.ErrClosed) || errors.Is(err, frontier.ErrLeaseDone) ||
+		errors.Is(err, frontier.ErrBadLease) || errors.Is(err, frontier.ErrBadOutcome) ||
+		errors.Is(err, corpus.ErrClosed)
+}
+
+// Backoff of the committer's retries of a failed write.
+const (
+	commitRetryFirst = 100 * time.Millisecond
+	commitRetryMax   = 5 * time.Second
+)
+
+// durably runs write until it returns nil (true), a permanent error or ctx's end (false),
+// backing off between tries. A full disk also pauses new leases (pauseForDisk).
+func (n *Node) durably(ctx context.Context, what string, write func() error) bool {
+	wait := commitRetryFirst
+	for try := 1; ; try++ {
+		err := write()
+		if err == nil {
+			return true
+		}
+		if permanentCommitErr(err) {
+			n.log.Error(what+" failed", "err", err)
+			return false
+		}
+		n.stats.commitRetries.Add(1)
+		if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+			n.pauseForDisk(err)
+		}
+		if try == 1 || try%10 == 0 {
+			n.log.Error(what+" failed; retrying", "tries", try, "retry_in", wait, "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, commitRetryMax)
+	}
+}
+
+// commitFault is the committer's fault injection for tests (nil in production).
+func (n *Node) commitFault(point string) error {
+	if n.commitHook == nil {
+		return nil
+	}
+	return n.commitHook(point)
 }
 
 func (n *Node) worker(leaseCtx, fetchCtx context.Context, stop func(), commits chan<- pendingDone) {
 	var ws workerState
-	ack := make(chan struct{}, 1)
 	for {
 		if n.cfg.MaxPages > 0 && n.stats.fetched.Load() >= n.cfg.MaxPages {
 			stop()
@@ -132,23 +264,18 @@ func (n *Node) worker(leaseCtx, fetchCtx context.Context, stop func(), commits c
 		n.stats.busy.Add(1)
 		n.stats.slots.Add(1)
 		ws.finished = time.Time{}
-		ws.links, ws.job = nil, nil
+		ws.links, ws.job, ws.payload = nil, nil, nil
 		o := n.handle(fetchCtx, l, &ws)
 		o.Finished = ws.finished
 		n.stats.slots.Add(-1)
-		if len(ws.links) == 0 && ws.job == nil {
-			if err := n.front.Done(l, o); err != nil {
-				n.log.Error("record outcome", "url", l.URL, "err", err)
-			}
-			n.stats.busy.Add(-1)
-			continue
-		}
-		commits <- pendingDone{l: l, o: o, links: ws.links, job: ws.job, ack: ack}
-		<-ack // the links and the job are durable: the lease may be recorded
-		if err := n.front.Done(l, o); err != nil {
-			n.log.Error("record outcome", "url", l.URL, "err", err)
-		}
-		n.stats.busy.Add(-1)
+		// The host's request is over: its next one may start after its delay, while the
+		// committer makes this page's links durable (the URL stays leased until then).
+		n.front.Release(l, o)
+		// The committer records the lease once the links and the job are durable.
+		// A token first: leases handed over and not yet recorded, queued or in a
+		// committer's batch, stay within commitQueue (what a kill -9 may re-issue).
+		n.unrecorded <- struct{}{}
+		commits <- pendingDone{l: l, o: o, links: ws.links, job: ws.job, payload: ws.payload}
 	}
 }
 
@@ -209,7 +336,20 @@ func (n *Node) handle(ctx context.Context, l *frontier.Lease, ws *workerState) f
 			// Aborted at shutdown: not an attempt of the server's doing.
 			return frontier.Outcome{Kind: frontier.Requeue}
 		}
-		class := string(fetch.Classify(err))
+		cls := fetch.Classify(err)
+		switch cls {
+		case fetch.ClassTimeout:
+			// A host too slow to answer in time is likely overloaded, and it may still be
+			// working on the request we closed (CI runs saw a server's handler of a
+			// timed-out request return 0.35 s and 1.9 s after our next request to the
+			// host had arrived): it rests as long as the request took (at least the
+			// grace, at most timeoutRestMax) before the host's delay starts.
+			ws.finished = ws.finished.Add(min(max(truncatedGrace, ws.finished.Sub(sent)), timeoutRestMax))
+		case fetch.ClassTooLargeHeader, fetch.ClassProtocol:
+			// We closed a connection the server may still be answering on.
+			ws.finished = ws.finished.Add(truncatedGrace)
+		}
+		class := string(cls)
 		n.stats.countError(class)
 		msg := class + ": " + err.Error()
 		n.noteError(l.URL, hostKey, class, err.Error())
@@ -256,6 +396,7 @@ func (n *Node) handle(ctx context.Context, l *frontier.Lease, ws *workerState) f
 
 	// A final response: archive it before anything parses it.
 	loc, err := n.archive(resp, l.URL)
+	ws.payload = loc.remember
 	if err != nil {
 		if errors.Is(err, archive.ErrDiskFull) {
 			// The disk is full: stop intake for a while and put the URL back without
@@ -340,25 +481,23 @@ func (n *Node) processHTML(ctx context.Context, l *frontier.Lease, resp *fetch.R
 }
 
 // enqueueJobs queues pages for the extract stage in one write. Back-pressure: when the
-// extract backlog is full, the committer (and so, through the full hand-off channel, the
-// fetch slots) waits for room.
-func (n *Node) enqueueJobs(ctx context.Context, jobs []corpus.Job) {
+// backlog is full it waits for room until ctx ends (then it returns the error).
+func (n *Node) enqueueJobs(ctx context.Context, jobs []corpus.Job) error {
 	for len(jobs) > 0 {
-		err := n.stage.Enqueue(jobs...)
+		err := n.commitFault("jobs")
 		if err == nil {
-			return
+			err = n.stage.Enqueue(jobs...)
 		}
-		if !errors.Is(err, corpus.ErrBacklogFull) {
-			n.log.Error("queue pages for extraction", "n", len(jobs), "url", jobs[0].URL, "err", err)
-			return
+		if err == nil || !errors.Is(err, corpus.ErrBacklogFull) {
+			return err
 		}
 		select {
 		case <-ctx.Done():
-			n.log.Warn("extract backlog full at shutdown; pages stay in WARC only", "n", len(jobs), "url", jobs[0].URL)
-			return
+			return err
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+	return nil
 }
 
 // processSitemap queues the URLs (or child sitemaps) a sitemap lists.
@@ -454,6 +593,9 @@ func (n *Node) route(ctx context.Context, cands []frontier.Candidate) (frontier.
 // revisit), payloadLoc the record that holds the payload (the original for a revisit).
 type warcLoc struct {
 	loc, payloadLoc archive.Location
+	// remember is the payload-index entry to write for a payload archived for the first
+	// time (the caller writes it, batched); nil when none.
+	remember *payloadEntry
 }
 
 // archive writes the exchange as WARC. A payload already archived under another URL is
@@ -492,10 +634,11 @@ func (n *Node) archive(resp *fetch.Response, url string) (warcLoc, error) {
 		n.log.Error("write WARC", "url", url, "err", err)
 		return warcLoc{}, err
 	}
+	out := warcLoc{loc: loc, payloadLoc: loc}
 	if resp.Status == http.StatusOK && len(resp.RawBody) > 0 && !resp.Truncated {
-		n.rememberPayload(digest, payloadRef{URL: url, Date: resp.Started, Loc: loc})
+		out.remember = &payloadEntry{digest: digest, ref: payloadRef{URL: url, Date: resp.Started, Loc: loc}}
 	}
-	return warcLoc{loc: loc, payloadLoc: loc}, nil
+	return out, nil
 }
 
 // blockedRecheck is how long a host of a blocked domain waits before it is looked at again.

@@ -39,6 +39,15 @@ func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
 // maxHandoffs is how many partitions one node hands off at once.
 const maxHandoffs = 4
 
+// handoffRest is how long the hosts of a partition received from its lease holder wait
+// past the import before their first request here. The imported next-allowed times were
+// set by the sender's clock, which may be ahead of or behind this node's, and the
+// sender's last response of a host may still be leaving the server when the lease
+// moves: a CI scale-out saw a new owner's first request to a host arrive 28 ms before
+// the server's handler of the old owner's last request to it returned. A handoff
+// happens once per partition and membership change, so the second costs little.
+const handoffRest = time.Second
+
 // startHandoffs starts handoffs of partitions this node holds whose ring owner is another
 // live, registered node.
 func (c *cluster) startHandoffs(ctx context.Context) {
@@ -253,6 +262,12 @@ func (c *cluster) importHandler(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, "import_failed", "%v", err)
 		return
 	}
+	if owner, _ := c.ownerOf(p); owner == rd.Header().From {
+		// The sender held the lease when it sent this: it stopped fetching p only just now.
+		// Its hosts rest a moment more before the lease lets this node fetch them, while p
+		// is still held here (so no lease slips in between).
+		c.n.front.RestPartition(p, time.Now().Add(handoffRest))
+	}
 	c.stats.imports.Add(1)
 	if owner, _ := c.ownerOf(p); owner != c.self {
 		c.mu.Lock()
@@ -334,6 +349,22 @@ func (c *cluster) receiveLinks(_ context.Context, _ string, pl forward.Partition
 	}
 	_, err := c.n.front.Add(linksToCandidates(pl.Links))
 	return err
+}
+
+// linksCopied runs after forwarded links were committed, before the sender is told (and
+// deletes them): it waits until the committed partitions' backups hold a copy with them.
+// Acknowledged earlier, links committed here after the last replica round were lost with
+// this node if it died for good before the next one: the promoted copies lacked them and
+// the sender had forgotten them (a CI run lost a cross-host redirect's only target so).
+// A backup that does not answer in time does not stop the links: they are acknowledged
+// anyway (counted in replica_ack_unreplicated_total).
+func (c *cluster) linksCopied(ctx context.Context, committed []uint16) error {
+	at := time.Now()
+	if !c.repl.waitCopied(ctx, committed, at) && ctx.Err() == nil {
+		c.repl.ackUncopied.Add(1)
+		c.log.Debug("forwarded links acknowledged before their replica round", "partitions", len(committed))
+	}
+	return nil
 }
 
 // --- decommission ---

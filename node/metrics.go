@@ -59,6 +59,7 @@ func newMetrics(n *Node) *metrics {
 	counter("fetch_errors_total", "Fetches that failed before a response (timeouts, resets, DNS...).", nil, func() float64 { return float64(st.fetchErr.Load()) })
 	counter("robots_requests_total", "robots.txt fetches.", nil, func() float64 { return float64(st.robotsReq.Load()) })
 	counter("robots_disallowed_total", "URLs dropped because robots.txt disallows them.", nil, func() float64 { return float64(st.robotsDeny.Load()) })
+	counter("commit_retries_total", "Writes of the group commit (links, extract jobs, outcomes) that failed and were retried.", nil, func() float64 { return float64(st.commitRetries.Load()) })
 	counter("fetched_bytes_total", "Response body bytes as received.", nil, func() float64 { return float64(st.bytes.Load()) })
 	revisits := "Revisits of fetched pages (--recrawl), by what they found."
 	counter("revisits_total", revisits, prometheus.Labels{"result": "not_modified"}, func() float64 { return float64(st.notModified.Load()) })
@@ -141,6 +142,7 @@ func newMetrics(n *Node) *metrics {
 	counter("replica_bytes_total", "Wire bytes of partition changes sent to backup nodes.", nil, repl(func(r *replicator) int64 { return r.bytesSent.Load() }))
 	counter("replica_records_total", "Frontier records (set or deleted) sent to backup nodes.", nil, repl(func(r *replicator) int64 { return r.records.Load() }))
 	counter("replica_failures_total", "Replication rounds to a backup that failed (retried next round).", nil, repl(func(r *replicator) int64 { return r.failures.Load() }))
+	counter("replica_ack_unreplicated_total", "Forwarded link batches acknowledged before this node's backups held them (a backup too slow or down).", nil, repl(func(r *replicator) int64 { return r.ackUncopied.Load() }))
 	counter("replica_promotions_total", "Copies of a lost node's partitions merged into this node's frontier.", nil, repl(func(r *replicator) int64 { return r.promoted.Load() }))
 	gauge("replica_lag_seconds", "Age of the oldest backup copy of a partition this node holds (how much a loss of this node would undo).", func() float64 {
 		if n.cl == nil || n.cl.repl == nil {

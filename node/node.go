@@ -17,6 +17,7 @@ import (
 	"github.com/crawlnode/crawlnode/corpus"
 	"github.com/crawlnode/crawlnode/fetch"
 	"github.com/crawlnode/crawlnode/frontier"
+	"github.com/crawlnode/crawlnode/internal/badgermem"
 	"github.com/crawlnode/crawlnode/ring"
 	"github.com/crawlnode/crawlnode/urlnorm"
 )
@@ -100,6 +101,14 @@ type Config struct {
 	// (an archiving crawl, and the fetch-stage benchmark). A backlog left by an earlier
 	// run is still extracted. Default false.
 	NoExtract bool
+	// BoundedMemory keeps the node's resident set bounded for very large frontiers: a
+	// soft Go memory limit (badgermem.GoMemoryLimit, unless GOMEMLIMIT is set; applied by
+	// the binary) and the trimmer that drops Badger's memory-mapped table pages from the
+	// resident set when they pass badgermem.DefaultFileBudget. Off by default: the
+	// trimmer's cost on seen-set lookups at tens of millions of URLs is not measured
+	// apart yet (BENCHMARKS.md, "Seen set at scale"), and the memory limit makes the
+	// collector work hard when thousands of fetches in flight hold more than it.
+	BoundedMemory bool
 	// Filters are the corpus quality filters.
 	Filters corpus.Filters
 	// WARCMaxFileSize rotates WARC files. Default 1 GiB.
@@ -266,6 +275,7 @@ type Node struct {
 	log    *slog.Logger
 	dir    *DataDir
 	db     *badger.DB
+	trim   *badgermem.Trimmer // nil if Badger's layout is unknown
 	front  *frontier.Frontier
 	client *fetch.Client
 	warc   *archive.Writer
@@ -287,8 +297,14 @@ type Node struct {
 	internalAddr atomic.Value // string: the internal listener's bound address, if any
 	// pausedUntil (unix ns): no new leases before it (the disk filled up).
 	pausedUntil atomic.Int64
-	lowDisk     atomic.Bool
-	rate        rateMeter
+	// unrecorded holds a token for each finished lease handed to the committers and not
+	// yet recorded (capacity commitQueue): see commitQueue.
+	unrecorded chan struct{}
+	// commitHook, when set (tests only), is asked before each committer write ("links",
+	// "jobs", "done"); an error it returns fails that write.
+	commitHook func(point string) error
+	lowDisk    atomic.Bool
+	rate       rateMeter
 
 	shutdownOnce sync.Once
 }
@@ -315,6 +331,12 @@ func New(cfg Config) (*Node, error) {
 	n.db, err = openBadger(dir.BadgerDir())
 	if err != nil {
 		return nil, err
+	}
+	// Keep Badger's mmapped table pages out of the resident set (badgermem).
+	if cfg.BoundedMemory {
+		if n.trim, err = badgermem.StartTrimmer(n.db); err != nil {
+			n.log.Warn("badger table pages will not be trimmed", "err", err)
+		}
 	}
 	delay := cfg.Delay
 	n.front, err = frontier.Open(frontier.Config{
@@ -403,15 +425,7 @@ func (n *Node) Name() string { return n.dir.Node }
 func (n *Node) DataDir() *DataDir { return n.dir }
 
 func openBadger(path string) (*badger.DB, error) {
-	opts := badger.DefaultOptions(path).
-		WithLogger(nil).
-		WithNumVersionsToKeep(1).
-		WithCompactL0OnClose(false).
-		WithMemTableSize(32 << 20).
-		WithBlockCacheSize(64 << 20).
-		WithIndexCacheSize(32 << 20).
-		WithValueLogFileSize(256 << 20)
-	db, err := badger.Open(opts)
+	db, err := badger.Open(badgermem.Options(path))
 	if err != nil {
 		return nil, fmt.Errorf("open badger at %s: %w", path, err)
 	}
@@ -462,11 +476,12 @@ func (n *Node) Run(ctx context.Context) error {
 	fetchCtx, abortFetches := context.WithCancel(context.Background())
 	defer abortFetches()
 
-	// Fetch slots hand each lease with its discovered links and extract job to the
-	// committers, which write many pages' links and jobs in one commit each, record the
-	// leases and release the slots (a group commit): slots wait for one batched write instead
-	// of queueing behind one write per page; a slow disk still slows them (back-pressure).
+	// Fetch slots hand each finished lease with its discovered links and extract job to the
+	// committers and go on fetching; the committers write many pages' links and jobs in one
+	// commit each and then record the leases (a group commit). A slot waits only while the
+	// hand-off queue is full: a slow disk still slows the slots (back-pressure).
 	commits := make(chan pendingDone, commitQueue(n.cfg.Concurrency))
+	n.unrecorded = make(chan struct{}, commitQueue(n.cfg.Concurrency))
 	var cwg sync.WaitGroup
 	for i := 0; i < committers; i++ {
 		cwg.Add(1)
@@ -662,6 +677,9 @@ func (n *Node) closeStores() {
 				n.log.Error("close frontier", "err", err)
 			}
 		}
+		if n.trim != nil {
+			n.trim.Stop()
+		}
 		if n.db != nil {
 			if err := n.db.Close(); err != nil {
 				n.log.Error("close badger", "err", err)
@@ -714,6 +732,8 @@ type counters struct {
 	busy       atomic.Int64 // leases between Next and Done (in a fetch slot or waiting for their links' commit)
 	slots      atomic.Int64 // fetch slots busy with a lease (robots, fetch, archive, parse)
 	bytes      atomic.Int64
+	// commitRetries counts the committer's failed writes that it tried again.
+	commitRetries atomic.Int64
 	// revisits: fetches of pages seen before; of those, notModified answered 304,
 	// unchanged had the same body, changed a new version.
 	revisits, notModified, unchanged, changed atomic.Int64

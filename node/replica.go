@@ -12,9 +12,19 @@ package node
 //
 // Each round (ClusterConfig.ReplicaInterval, 1 s by default) the owner exports, per held
 // partition, the frontier keys written or deleted since the Badger version its backup
-// acknowledged last (frontier.ExportPartitionSince), and streams them, zstd-compressed, in
-// one request per backup. The backup applies a partition's delta only if it starts where
-// its copy ends (same source, same version); otherwise it asks for a full copy (a reset).
+// acknowledged last (frontier.ExportPartitionSinceTxn), and streams them, zstd-compressed, in
+// one request per backup. Every partition and the outbox of a round are read from one
+// Badger snapshot: a consistent cut. A page's links (a redirect's target) are committed,
+// in other partitions or the outbox, before the page is recorded fetched, so a cut that
+// has the page fetched has its links too; reading each partition at its own moment could
+// copy the page as fetched and its link as never seen, and the promoted copies would lose
+// the link. And as a round reaches its backups one request at a time (a node killed in
+// the middle of a round leaves copies from two adjacent rounds), it goes out in two
+// phases: the additions (frontier.Completes false) to every backup, then, only if every
+// backup took them, the completions (fetched records, deletions). What remains: a full
+// copy (new backup, reset) travels whole in the second phase. The backup applies a
+// partition's delta only if it starts where its copy ends (same source, same version);
+// otherwise it asks for a full copy (a reset).
 // Copies live in the node's Badger under their own prefix (R), apart from the frontier's
 // own keys: a replica is not crawled, counted or swept.
 //
@@ -29,10 +39,18 @@ package node
 // not alive, the backup imports the copy into its frontier with ImportPartition (union
 // merge: a URL the new owner knows is kept as it is there, a final state beats a queued
 // one) and deletes it. If the source is alive the lease moved by a handoff, which carried
-// the partition itself, so the copy is dropped. Links acknowledged by the lost node after
-// its last replicated round are lost with it unless a page fetched again links to them
-// (the pages it fetched after that round are queued again in the copy and fetched again:
-// duplicates, counted by the chaos suite).
+// the partition itself, so the copy is dropped. The pages the lost node fetched after its
+// last replicated round are queued again in the copy and fetched again (duplicates,
+// counted by the chaos suite), which finds their links again.
+//
+// Links a peer forwards are deleted from its outbox once this node acknowledges them, so
+// they must be in a copy by then: the acknowledgement waits (waitCopied, through
+// forward.HandlerSync) until the backups of the batch's partitions acknowledged a round
+// read after the commit, and asks for that round at once (rounds are spaced by at least
+// minGap, so concurrent batches share them). Acknowledged at the commit, links that
+// arrived after the last round were lost with the node: nobody else had them. A backup
+// that does not answer within ackCopyWait does not hold the links up: they are
+// acknowledged anyway and counted (replica_ack_unreplicated_total).
 //
 // Written here, not taken from a library: Badger's own Stream/Backup framework copies a
 // whole database with its versions, while a replica is one key range of a live database
@@ -95,7 +113,16 @@ type replOut struct {
 	backup  string
 	version uint64    // acknowledged by backup
 	readAt  time.Time // when the acknowledged version was read: the copy is this old
+	addedAt time.Time // the copy has every addition (frontier.Completes false) read up to then
 }
+
+// A round goes out in two phases: first the additions to every backup, then, only if
+// every backup took them, the completions (see round).
+const (
+	phaseAll    = iota // one request with everything (tests)
+	phaseAdd           // additions only; the section ends at its since version
+	phaseFinish        // completions, and whole sections for full copies
+)
 
 // replicator is a node's replication: sending its partitions and keeping copies of others'.
 type replicator struct {
@@ -105,6 +132,9 @@ type replicator struct {
 	db       *badger.DB
 	// export is frontier.ExportPartitionSince, or exportOutbox for outboxSlot.
 	export func(p uint16, since uint64, fn func(family byte, key, value []byte, deleted bool) error) (uint64, error)
+	// exportMany is frontier.ExportPartitionsSinceTxn from the round's snapshot (nil: every
+	// partition goes through export).
+	exportMany func(parts []uint16, since uint64, fn func(p uint16, family byte, key, value []byte, deleted bool) error) (uint64, error)
 
 	mu    sync.Mutex
 	parts map[uint16]*replOut // held partitions, and outboxSlot
@@ -116,21 +146,149 @@ type replicator struct {
 
 	zw *zstd.Encoder // send's, reused (sends are sequential)
 
+	// snap is the read snapshot a round's exports read, every partition and the outbox
+	// of every backup's request alike, and snapAt when it was taken. Set by round for all
+	// its sends (or by encode for itself when called alone); only the goroutine running
+	// the round's current encode reads it.
+	snap   *badger.Txn
+	snapAt time.Time
+	// scan is what the round read in one pass of the partitions whose copies stand at one
+	// version (prefetch); nil outside a round or when there was nothing to share.
+	scan *roundScan
+
+	// kick asks run for a round now (waitCopied: an acknowledgement waits for it);
+	// roundDone is closed, and replaced, when a round ends (under mu).
+	kick      chan struct{}
+	roundDone chan struct{}
+
 	// Metrics.
 	bytesSent, records, rounds, resets, promoted, dropped, failures atomic.Int64
+	ackUncopied                                                     atomic.Int64 // forwarded links acknowledged before a copy held them (waitCopied gave up)
 	lagNanos                                                        atomic.Int64 // the oldest held copy's age at the last round
 	lagMax                                                          atomic.Int64 // the largest lagNanos seen
 }
 
 func newReplicator(c *cluster, interval time.Duration) *replicator {
-	r := &replicator{c: c, interval: interval, self: c.self, db: c.n.db, parts: map[uint16]*replOut{}}
-	r.export = func(p uint16, since uint64, fn func(byte, []byte, []byte, bool) error) (uint64, error) {
+	r := &replicator{c: c, interval: interval, self: c.self, db: c.n.db, parts: map[uint16]*replOut{},
+		kick: make(chan struct{}, 1), roundDone: make(chan struct{})}
+	r.export = r.frontierExport(c.n.front)
+	front := c.n.front
+	r.exportMany = func(parts []uint16, since uint64, fn func(uint16, byte, []byte, []byte, bool) error) (uint64, error) {
+		return front.ExportPartitionsSinceTxn(r.snap, parts, since, fn)
+	}
+	return r
+}
+
+// frontierExport is the export of a node's partitions (front's, which lives in r.db)
+// and of its outbox, from the round's snapshot (r.snap).
+func (r *replicator) frontierExport(front *frontier.Frontier) func(uint16, uint64, func(byte, []byte, []byte, bool) error) (uint64, error) {
+	return func(p uint16, since uint64, fn func(byte, []byte, []byte, bool) error) (uint64, error) {
 		if p == outboxSlot {
 			return r.exportOutbox(since, fn)
 		}
-		return c.n.front.ExportPartitionSince(p, since, fn)
+		return front.ExportPartitionSinceTxn(r.snap, p, since, fn)
 	}
-	return r
+}
+
+// openSnap takes the round's read snapshot. The time is read first: the copies made
+// from it are at least that old.
+func (r *replicator) openSnap() {
+	r.snapAt = time.Now()
+	r.snap = r.db.NewTransaction(false)
+}
+
+func (r *replicator) closeSnap() {
+	r.snap.Discard()
+	r.snap = nil
+	r.scan = nil
+}
+
+// roundScan is one pass over the round's snapshot for every held partition whose copy
+// stands at version since (the steady state: each round acknowledges all of them at one
+// version): its changes per partition, in export order, for both phases of the round and
+// every backup's request. Exporting partition by partition cost two iterator seeks per
+// partition and family each phase, most of a replica round's CPU (a CPU profile of
+// TestClusterInProcess: Iterator.Rewind 65% of the export, the iteration itself 10%).
+type roundScan struct {
+	since, version uint64
+	parts          map[uint16][]scanRec // every partition the pass covered, changes or not
+}
+
+type scanRec struct {
+	fam     byte
+	key     []byte
+	value   []byte
+	deleted bool
+}
+
+// of returns the pass's changes of p when the pass covered p from since.
+func (sc *roundScan) of(p uint16, since uint64) ([]scanRec, bool) {
+	if sc == nil || sc.since != since {
+		return nil, false
+	}
+	recs, ok := sc.parts[p]
+	return recs, ok
+}
+
+// maxRoundScanBytes bounds the keys and values a round's shared pass keeps; a larger
+// delta (copies far behind) is exported partition by partition, streaming.
+const maxRoundScanBytes = 32 << 20
+
+// prefetch reads, in one pass per key family, the changes of every partition in groups
+// whose copy stands at the most common version. Called by round with the snapshot open.
+func (r *replicator) prefetch(groups map[string][]uint16) {
+	if r.exportMany == nil {
+		return
+	}
+	count := map[uint64]int{}
+	r.mu.Lock()
+	for b, parts := range groups {
+		for _, p := range parts {
+			if st := r.parts[p]; p != outboxSlot && st != nil && st.backup == b && st.version > 0 {
+				count[st.version]++
+			}
+		}
+	}
+	var since uint64
+	for v, n := range count {
+		if n > count[since] || (n == count[since] && v > since) {
+			since = v
+		}
+	}
+	var parts []uint16
+	for b, ps := range groups {
+		for _, p := range ps {
+			if st := r.parts[p]; p != outboxSlot && st != nil && st.backup == b && st.version == since {
+				parts = append(parts, p)
+			}
+		}
+	}
+	r.mu.Unlock()
+	if since == 0 || len(parts) < 2 {
+		return
+	}
+	sc := &roundScan{since: since, parts: make(map[uint16][]scanRec, len(parts))}
+	for _, p := range parts {
+		sc.parts[p] = nil
+	}
+	size := 0
+	errTooLarge := errors.New("round scan too large")
+	version, err := r.exportMany(parts, since, func(p uint16, fam byte, k, v []byte, deleted bool) error {
+		size += len(k) + len(v) + 48
+		if size > maxRoundScanBytes {
+			return errTooLarge
+		}
+		sc.parts[p] = append(sc.parts[p], scanRec{fam: fam, key: slices.Clone(k), value: slices.Clone(v), deleted: deleted})
+		return nil
+	})
+	if err != nil {
+		if !errors.Is(err, errTooLarge) {
+			r.c.log.Debug("replica round: shared export failed; partitions go one by one", "err", err)
+		}
+		return
+	}
+	sc.version = version
+	r.scan = sc
 }
 
 // copiesLocked returns the copies map, loading it on first use; callers hold mu.
@@ -204,14 +362,82 @@ func (r *replicator) run(ctx context.Context) {
 	defer func() { <-done }()
 	tick := time.NewTicker(r.interval)
 	defer tick.Stop()
+	gap := r.minGap()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
-			r.round(ctx)
+		case <-r.kick:
+		}
+		r.round(ctx)
+		// Kicked rounds come at most every gap: waiting acknowledgements share them.
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(gap):
 		}
 	}
+}
+
+// minGap is the least time between the end of a round and the start of the next.
+func (r *replicator) minGap() time.Duration {
+	return max(r.interval/10, 20*time.Millisecond)
+}
+
+// endRound wakes waitCopied's waiters after a round.
+func (r *replicator) endRound() {
+	r.mu.Lock()
+	close(r.roundDone)
+	r.roundDone = make(chan struct{})
+	r.mu.Unlock()
+}
+
+// waitCopied waits until the backups of parts acknowledged the additions of a round read
+// after committed,
+// asking for a round at once (run spaces them by minGap). It is what a node does before it
+// acknowledges links a peer forwarded (their sender then deletes them): if this node were
+// lost right after the acknowledgement, a copy from before the links were committed would
+// be promoted and the links would exist nowhere. Partitions without a backup (no other
+// live member, replicas off) are not waited for. It gives up after ackCopyWait (a backup
+// that is down or far behind must not stop the links from coming in) and reports false.
+func (r *replicator) waitCopied(ctx context.Context, parts []uint16, committed time.Time) bool {
+	if r.interval <= 0 {
+		return true
+	}
+	timeout := time.NewTimer(ackCopyWait(r.interval))
+	defer timeout.Stop()
+	for {
+		r.mu.Lock()
+		ok := true
+		for _, p := range parts {
+			if st := r.parts[p]; st != nil && !st.addedAt.After(committed) {
+				ok = false
+				break
+			}
+		}
+		done := r.roundDone
+		r.mu.Unlock()
+		if ok {
+			return true
+		}
+		select {
+		case r.kick <- struct{}{}:
+		default:
+		}
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return false
+		case <-timeout.C:
+			return false
+		}
+	}
+}
+
+// ackCopyWait bounds waitCopied: a few rounds, within the forward sender's timeout (10 s).
+func ackCopyWait(interval time.Duration) time.Duration {
+	return min(max(4*interval, 2*time.Second), 5*time.Second)
 }
 
 // backups maps each partition this node holds (and may send: no handoff under way) to
@@ -307,17 +533,46 @@ func (r *replicator) round(ctx context.Context) {
 		names = append(names, b)
 	}
 	slices.Sort(names)
-	for _, b := range names {
-		// A backup that died before gossip noticed must not stall the others' rounds.
-		sctx, cancel := context.WithTimeout(ctx, replicaSendTimeout)
-		err := r.send(sctx, b, groups[b])
-		cancel()
-		if err != nil && ctx.Err() == nil {
-			r.failures.Add(1)
-			r.c.log.Debug("replication to backup failed; next round retries", "backup", b, "partitions", len(groups[b]), "err", err)
+	// One snapshot for the whole round: the copies must be a consistent cut of the
+	// frontier and the outbox. A page fetched in one partition queues its links (and a
+	// redirect its target) in others, or in the outbox, before the page is recorded
+	// fetched; a round reading a target's partition before that and the page's after it
+	// would copy the page as fetched and its links nowhere, lost if the copies are ever
+	// promoted.
+	if len(names) > 0 {
+		r.openSnap()
+		defer r.closeSnap()
+		r.prefetch(groups)
+	}
+	// A round reaches its backups one request at a time, so a node killed in the middle
+	// of one leaves some copies at this round and others at the last: a page recorded
+	// fetched in a copy already at this round could have queued its links in one that is
+	// not. So the round goes out in two phases: the additions (queued URLs, links in the
+	// outbox, host state) to every backup, and only once every backup took them the
+	// completions (fetched records, deletions). A copy that shows a page fetched then
+	// has, at every backup, the links the fetch queued. A backup that fails the first
+	// phase holds back the second for all of them (their copies still take additions,
+	// and are at worst a round behind in what is done: repeated fetches, not lost URLs).
+	// Full copies (a new backup, a reset) travel whole in the second phase.
+	complete := true
+	for _, phase := range []int{phaseAdd, phaseFinish} {
+		if !complete {
+			break
+		}
+		for _, b := range names {
+			// A backup that died before gossip noticed must not stall the others' rounds.
+			sctx, cancel := context.WithTimeout(ctx, replicaSendTimeout)
+			err := r.send(sctx, b, groups[b], phase)
+			cancel()
+			if err != nil && ctx.Err() == nil {
+				complete = false
+				r.failures.Add(1)
+				r.c.log.Debug("replication to backup failed; next round retries", "backup", b, "partitions", len(groups[b]), "phase", phase, "err", err)
+			}
 		}
 	}
 	r.rounds.Add(1)
+	r.endRound()
 }
 
 // replicaAnswer is the backup's reply: the versions it now holds and the partitions it
@@ -328,14 +583,10 @@ type replicaAnswer struct {
 }
 
 // send streams the deltas of parts to backup b and records what b acknowledged.
-func (r *replicator) send(ctx context.Context, b string, parts []uint16) error {
+func (r *replicator) send(ctx context.Context, b string, parts []uint16, phase int) error {
 	base, ok := r.c.internalURL(b)
 	if !ok {
 		return fmt.Errorf("no address for %s", b)
-	}
-	type sent struct {
-		version uint64
-		readAt  time.Time
 	}
 	versions := make(map[uint16]sent, len(parts))
 	pr, pw := io.Pipe()
@@ -355,7 +606,7 @@ func (r *replicator) send(ctx context.Context, b string, parts []uint16) error {
 		zw := r.zw
 		zw.Reset(cw)
 		bw := bufio.NewWriterSize(zw, 64<<10)
-		err = r.encode(bw, parts, func(p uint16, v uint64, at time.Time) { versions[p] = sent{v, at} })
+		err = r.encodePhase(bw, parts, phase, func(p uint16, v uint64, at time.Time) { versions[p] = sent{v, at} })
 		if err == nil {
 			err = bw.Flush()
 		}
@@ -388,6 +639,19 @@ func (r *replicator) send(ctx context.Context, b string, parts []uint16) error {
 		return fmt.Errorf("%s: bad answer: %w", b, err)
 	}
 	r.bytesSent.Add(cw.n)
+	return r.noteAnswer(b, phase, versions, ans)
+}
+
+// sent is what a request carried of one partition: the version its section ends at and
+// when the snapshot was read.
+type sent struct {
+	version uint64
+	readAt  time.Time
+}
+
+// noteAnswer records what backup b acknowledged of a request; an error says the request's
+// phase is not complete at b.
+func (r *replicator) noteAnswer(b string, phase int, versions map[uint16]sent, ans replicaAnswer) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for p, v := range ans.Applied {
@@ -396,7 +660,12 @@ func (r *replicator) send(ctx context.Context, b string, parts []uint16) error {
 			continue
 		}
 		if s, ok := versions[p]; ok && s.version == v {
-			st.version, st.readAt = v, s.readAt
+			if phase != phaseAdd {
+				st.version, st.readAt = v, s.readAt
+			}
+			if s.readAt.After(st.addedAt) {
+				st.addedAt = s.readAt
+			}
 		}
 	}
 	for _, p := range ans.Resync {
@@ -405,15 +674,30 @@ func (r *replicator) send(ctx context.Context, b string, parts []uint16) error {
 			r.resets.Add(1)
 		}
 	}
+	if phase == phaseAdd && len(ans.Resync) > 0 {
+		return fmt.Errorf("%s wants %d partitions in full", b, len(ans.Resync))
+	}
 	return nil
 }
 
 // encode writes the stream: magic, sender, then per partition a header, its records and
 // the version the records are complete up to. Record: op (1 set, 2 delete), key, value.
 func (r *replicator) encode(w *bufio.Writer, parts []uint16, done func(p uint16, version uint64, readAt time.Time)) error {
+	return r.encodePhase(w, parts, phaseAll, done)
+}
+
+// encodePhase is encode with only the records of one phase (phaseAdd: the additions, each
+// section ending at the version it started from, as the copy is not complete beyond it;
+// phaseFinish: the completions, and whole sections for full copies, which phaseAdd skips).
+func (r *replicator) encodePhase(w *bufio.Writer, parts []uint16, phase int, done func(p uint16, version uint64, readAt time.Time)) error {
 	if _, err := w.WriteString(replicaMagic); err != nil {
 		return err
 	}
+	if r.snap == nil {
+		r.openSnap()
+		defer r.closeSnap()
+	}
+	readAt := r.snapAt
 	writeBytes(w, []byte(r.self))
 	for _, p := range parts {
 		r.mu.Lock()
@@ -423,12 +707,18 @@ func (r *replicator) encode(w *bufio.Writer, parts []uint16, done func(p uint16,
 			since = st.version
 		}
 		r.mu.Unlock()
+		full := since == 0
+		if phase == phaseAdd && full {
+			continue
+		}
 		w.WriteByte('P')
 		writeUvarint(w, uint64(p))
 		writeUvarint(w, since)
-		readAt := time.Now()
 		var n int64
-		record := func(_ byte, k, v []byte, deleted bool) error {
+		record := func(fam byte, k, v []byte, deleted bool) error {
+			if phase != phaseAll && !full && frontier.Completes(fam, v, deleted) != (phase == phaseFinish) {
+				return nil
+			}
 			n++
 			if deleted {
 				w.WriteByte(2)
@@ -440,9 +730,23 @@ func (r *replicator) encode(w *bufio.Writer, parts []uint16, done func(p uint16,
 			writeBytes(w, v)
 			return nil
 		}
-		version, err := r.export(p, since, record)
+		var version uint64
+		var err error
+		if recs, ok := r.scan.of(p, since); ok {
+			for _, x := range recs {
+				if err = record(x.fam, x.key, x.value, x.deleted); err != nil {
+					break
+				}
+			}
+			version = r.scan.version
+		} else {
+			version, err = r.export(p, since, record)
+		}
 		if err != nil {
 			return err
+		}
+		if phase == phaseAdd {
+			version = since
 		}
 		w.WriteByte(0)
 		writeUvarint(w, version)
@@ -454,7 +758,7 @@ func (r *replicator) encode(w *bufio.Writer, parts []uint16, done func(p uint16,
 
 // exportOutbox is ExportPartitionSince for the outbox's keys.
 func (r *replicator) exportOutbox(since uint64, fn func(byte, []byte, []byte, bool) error) (uint64, error) {
-	return frontier.ExportSince(r.db, since, fn, []byte{forward.KeyPrefix})
+	return frontier.ExportSinceTxn(r.snap, since, fn, []byte{forward.KeyPrefix})
 }
 
 type countWriter struct {
@@ -837,14 +1141,28 @@ func (r *replicator) importCopy(ctx context.Context, p uint16, m replicaMeta) er
 		}
 		defer c.release(p, false)
 	}
-	db := c.n.db
-	txn := db.NewTransaction(false)
+	st, err := r.importInto(c.n.front, p)
+	if err != nil {
+		return err
+	}
+	if err := r.clear(p); err != nil {
+		return err
+	}
+	r.promoted.Add(1)
+	c.log.Warn("replica promoted: a lost node's partition goes on from its copy", "partition", p, "source", m.Source,
+		"copy_age", time.Since(m.At).Round(time.Millisecond).String(), "records", st.Records, "queued", st.Queued+st.Retries, "seen_new", st.SeenNew)
+	return nil
+}
+
+// importInto merges p's copy into front (ImportPartition); the copy stays.
+func (r *replicator) importInto(front *frontier.Frontier, p uint16) (frontier.ImportStats, error) {
+	txn := r.db.NewTransaction(false)
 	defer txn.Discard()
 	it := txn.NewIterator(badger.IteratorOptions{Prefix: replicaPrefix(p), PrefetchValues: true, PrefetchSize: 256})
 	defer it.Close()
 	it.Rewind()
 	pre := len(replicaPrefix(p))
-	st, err := c.n.front.ImportPartition(p, func() (byte, []byte, []byte, error) {
+	return front.ImportPartition(p, func() (byte, []byte, []byte, error) {
 		for it.Valid() {
 			item := it.Item()
 			k := item.KeyCopy(nil) // the item is valid only until Next
@@ -861,18 +1179,6 @@ func (r *replicator) importCopy(ctx context.Context, p uint16, m replicaMeta) er
 		}
 		return 0, nil, nil, io.EOF
 	})
-	if err != nil {
-		return err
-	}
-	it.Close()
-	txn.Discard()
-	if err := r.clear(p); err != nil {
-		return err
-	}
-	r.promoted.Add(1)
-	c.log.Warn("replica promoted: a lost node's partition goes on from its copy", "partition", p, "source", m.Source,
-		"copy_age", time.Since(m.At).Round(time.Millisecond).String(), "records", st.Records, "queued", st.Queued+st.Retries, "seen_new", st.SeenNew)
-	return nil
 }
 
 // ReplicaStats are this node's replication figures.

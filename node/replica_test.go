@@ -3,13 +3,17 @@ package node
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/binary"
+	"fmt"
 	"maps"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+
+	"github.com/crawlnode/crawlnode/frontier"
 )
 
 // fakeSource is a frontier's key space with versions, as ExportPartitionSince sees it.
@@ -59,7 +63,8 @@ func testReplicator(t testing.TB, self string, src *fakeSource) *replicator {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	r := &replicator{self: self, db: db, parts: map[uint16]*replOut{}}
+	r := &replicator{self: self, db: db, parts: map[uint16]*replOut{}, interval: time.Second,
+		kick: make(chan struct{}, 1), roundDone: make(chan struct{})}
 	if src != nil {
 		r.export = src.export
 	}
@@ -95,7 +100,8 @@ func round(t *testing.T, snd, bak *replicator, parts ...uint16) replicaAnswer {
 	var buf bytes.Buffer
 	w := bufio.NewWriter(&buf)
 	got := map[uint16]uint64{}
-	if err := snd.encode(w, parts, func(p uint16, v uint64, _ time.Time) { got[p] = v }); err != nil {
+	var readAt time.Time
+	if err := snd.encode(w, parts, func(p uint16, v uint64, at time.Time) { got[p], readAt = v, at }); err != nil {
 		t.Fatal(err)
 	}
 	w.Flush()
@@ -103,14 +109,17 @@ func round(t *testing.T, snd, bak *replicator, parts ...uint16) replicaAnswer {
 	if err != nil {
 		t.Fatal(err)
 	}
+	snd.mu.Lock()
 	for p, v := range ans.Applied {
 		if got[p] == v {
-			snd.parts[p].version = v
+			snd.parts[p].version, snd.parts[p].readAt, snd.parts[p].addedAt = v, readAt, readAt
 		}
 	}
 	for _, p := range ans.Resync {
 		snd.parts[p].version = 0
 	}
+	snd.mu.Unlock()
+	snd.endRound()
 	return ans
 }
 
@@ -210,4 +219,333 @@ func FuzzReplicaApply(f *testing.F) {
 			return nil
 		})
 	})
+}
+
+// The redirect tests' partitions: a.test (the redirecting page) in redirPA, every other
+// host (the target's) in redirPB.
+const redirPB, redirPA = 1, 2
+
+func redirPartOf(host string) uint16 {
+	if host == "a.test" {
+		return redirPA
+	}
+	return redirPB
+}
+
+// openMemFrontier opens a frontier on an in-memory Badger, both closed at the test's end.
+func openMemFrontier(t *testing.T, partOf func(string) uint16) (*frontier.Frontier, *badger.DB) {
+	db, err := badger.Open(badger.DefaultOptions("").WithInMemory(true).WithLogger(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	f, err := frontier.Open(frontier.Config{DB: db, PartitionOf: partOf, DefaultDelaySet: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f, db
+}
+
+// fetchRedirect handles source's lease as crawl.go does a redirect to target: the target
+// is committed first, then the lease recorded.
+func fetchRedirect(t *testing.T, f *frontier.Frontier, source, target string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	l, err := f.Next(ctx)
+	cancel()
+	if err != nil || l.URL != source {
+		t.Fatalf("lease: %v %v", l, err)
+	}
+	if _, err := f.Add([]frontier.Candidate{{URL: target, Host: "b.test", From: source, Hops: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Done(l, frontier.Outcome{Kind: frontier.Fetched, Status: 301}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestReplicaRoundIsAConsistentCut: a page of partition A redirects to a URL of partition
+// B. The fetching node queues the target (in B) before it records the page fetched (in
+// A). A round that read B before that and A after it would copy the page as fetched and
+// the target as never seen: once the node is lost and the copies are promoted, nobody
+// fetches the page again and nobody has the target. A round must read every partition
+// from one snapshot, so the copies show either both changes or neither.
+func TestReplicaRoundIsAConsistentCut(t *testing.T) {
+	const pB, pA = redirPB, redirPA // a round sends B first (ascending order)
+	openFrontier := func(t *testing.T) (*frontier.Frontier, *badger.DB) { return openMemFrontier(t, redirPartOf) }
+	const source, target = "http://a.test/out/48.html", "http://b.test/moved/9.html"
+
+	// The lost node: its frontier and the sender of its replicas.
+	lost, lostDB := openFrontier(t)
+	if _, err := lost.Add([]frontier.Candidate{{URL: source, Host: "a.test"}}); err != nil {
+		t.Fatal(err)
+	}
+	snd := testReplicator(t, "n3", nil)
+	snd.db = lostDB
+	export := snd.frontierExport(lost)
+	fetchNow := false
+	snd.export = func(p uint16, since uint64, fn func(byte, []byte, []byte, bool) error) (uint64, error) {
+		v, err := export(p, since, fn)
+		if p == pB && fetchNow {
+			// Between the round's read of B and its read of A, a fetch slot handles the
+			// redirect as crawl.go does: the target is committed first, then the lease.
+			fetchNow = false
+			fetchRedirect(t, lost, source, target)
+		}
+		return v, err
+	}
+	bak := testReplicator(t, "n1", nil)
+	snd.parts[pB] = &replOut{backup: "n1"}
+	snd.parts[pA] = &replOut{backup: "n1"}
+	round(t, snd, bak, pB, pA) // full copies
+	fetchNow = true
+	round(t, snd, bak, pB, pA) // the last round before the kill
+	if fetchNow {
+		t.Fatal("the fetch did not run")
+	}
+
+	// n3 is killed; the backup promotes both copies into its frontier.
+	survivor, _ := openFrontier(t)
+	for _, p := range []uint16{pB, pA} {
+		if _, err := bak.importInto(survivor, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src, _, err := survivor.Lookup(source)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tgt, tgtSeen, err := survivor.Lookup(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !tgtSeen && src.State != frontier.StateQueued {
+		t.Fatalf("lost: the source is %s in the copy and the target is unknown", src.State)
+	}
+	t.Logf("after promotion: source %s, target seen %v (%s)", src.State, tgtSeen, tgt.State)
+}
+
+// TestReplicaAckWaitsForTheCopy: links a peer forwarded are acknowledged (and so deleted
+// at the peer) only once the backup's copy holds them. Acknowledged at once, a node
+// killed before its next round took them along: the promoted copy lacked them and the
+// peer had forgotten them (CI: h48/moved/9.html, a cross-host redirect's only target,
+// forwarded to n3 and acknowledged 0.3 s before n3 was killed).
+func TestReplicaAckWaitsForTheCopy(t *testing.T) {
+	const p = 7
+	const target = "http://b.test/moved/9.html"
+	openFrontier := func(t *testing.T) (*frontier.Frontier, *badger.DB) {
+		return openMemFrontier(t, func(string) uint16 { return p })
+	}
+	owner, ownerDB := openFrontier(t)
+	snd := testReplicator(t, "n3", nil)
+	snd.db = ownerDB
+	snd.export = snd.frontierExport(owner)
+	bak := testReplicator(t, "n1", nil)
+	snd.parts[p] = &replOut{backup: "n1"}
+	round(t, snd, bak, p)
+
+	// A peer's batch is committed here (receiveLinks); linksCopied waits before the 200.
+	if _, err := owner.Add([]frontier.Candidate{{URL: target, Host: "b.test", Hops: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	committed := time.Now()
+	res := make(chan bool, 1)
+	go func() { res <- snd.waitCopied(context.Background(), []uint16{p}, committed) }()
+	select {
+	case <-snd.kick:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the acknowledgement did not ask for a round")
+	}
+	select {
+	case ok := <-res:
+		t.Fatalf("acknowledged (%v) before a round copied the links", ok)
+	default:
+	}
+	round(t, snd, bak, p)
+	select {
+	case ok := <-res:
+		if !ok {
+			t.Fatal("waitCopied gave up")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("still waiting after the round that copied the links")
+	}
+
+	// The owner is lost right after its acknowledgement: the copy has the links.
+	survivor, _ := openFrontier(t)
+	if _, err := bak.importInto(survivor, p); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := survivor.Lookup(target); err != nil || !ok {
+		t.Fatalf("the promoted copy lacks the acknowledged link (%v)", err)
+	}
+
+	// A partition without a backup is not waited for.
+	if !snd.waitCopied(context.Background(), []uint16{p + 1}, time.Now()) {
+		t.Fatal("waited for a partition without a backup")
+	}
+}
+
+// sendPhase sends one phase of a round to one backup, as send does over HTTP.
+func sendPhase(t *testing.T, snd, bak *replicator, phase int, parts ...uint16) {
+	t.Helper()
+	var buf bytes.Buffer
+	w := bufio.NewWriter(&buf)
+	versions := map[uint16]sent{}
+	if err := snd.encodePhase(w, parts, phase, func(p uint16, v uint64, at time.Time) { versions[p] = sent{v, at} }); err != nil {
+		t.Fatal(err)
+	}
+	w.Flush()
+	ans, err := bak.apply(bufio.NewReader(&buf))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := snd.noteAnswer(bak.self, phase, versions, ans); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestReplicaRoundInTwoPhases: a round reaches its backups one at a time. The page (A,
+// backed up on n1) and its redirect's target (B, backed up on n2) change in the same
+// round; the node is killed after n1 took the round and before n2 did. In one request per
+// backup, n1's copy says the page was fetched and n2's does not have the target: lost.
+// With the additions sent to every backup before any completion, n2 has the target
+// whenever n1 has the page fetched.
+func TestReplicaRoundInTwoPhases(t *testing.T) {
+	const pB, pA = redirPB, redirPA
+	const source, target = "http://a.test/out/55.html", "http://b.test/moved/9.html"
+	openFrontier := func(t *testing.T) (*frontier.Frontier, *badger.DB) { return openMemFrontier(t, redirPartOf) }
+	for _, twoPhases := range []bool{false, true} {
+		lost, lostDB := openFrontier(t)
+		if _, err := lost.Add([]frontier.Candidate{{URL: source, Host: "a.test"}}); err != nil {
+			t.Fatal(err)
+		}
+		snd := testReplicator(t, "n3", nil)
+		snd.db = lostDB
+		snd.export = snd.frontierExport(lost)
+		n1, n2 := testReplicator(t, "n1", nil), testReplicator(t, "n2", nil)
+		snd.parts[pA] = &replOut{backup: "n1"}
+		snd.parts[pB] = &replOut{backup: "n2"}
+		sendPhase(t, snd, n1, phaseAll, pA)
+		sendPhase(t, snd, n2, phaseAll, pB)
+
+		// The redirect is fetched: target committed, then the lease recorded.
+		fetchRedirect(t, lost, source, target)
+
+		// The round: n1 then n2; killed before n2's last request.
+		snd.openSnap()
+		if twoPhases {
+			sendPhase(t, snd, n1, phaseAdd, pA)
+			sendPhase(t, snd, n2, phaseAdd, pB)
+			sendPhase(t, snd, n1, phaseFinish, pA)
+		} else {
+			sendPhase(t, snd, n1, phaseAll, pA)
+		}
+		snd.closeSnap()
+
+		survivor, _ := openFrontier(t)
+		if _, err := n1.importInto(survivor, pA); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := n2.importInto(survivor, pB); err != nil {
+			t.Fatal(err)
+		}
+		src, _, err := survivor.Lookup(source)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, tgtSeen, err := survivor.Lookup(target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lostURL := !tgtSeen && src.State != frontier.StateQueued
+		t.Logf("two phases %v: source %s, target seen %v", twoPhases, src.State, tgtSeen)
+		if lostURL != !twoPhases {
+			t.Fatalf("two phases %v: target lost %v", twoPhases, lostURL)
+		}
+	}
+}
+
+// TestReplicaRoundScanMatchesPerPartitionExport: the round's one pass over every family
+// (prefetch) yields byte for byte the stream that exporting partition by partition does,
+// in both phases, and partitions whose copy stands elsewhere still go one by one.
+func TestReplicaRoundScanMatchesPerPartitionExport(t *testing.T) {
+	partOf := func(h string) uint16 { return uint16(h[1]-'0') % 6 } // hN.test -> N mod 6
+	f, db := openMemFrontier(t, partOf)
+	var cands []frontier.Candidate
+	for h := 0; h < 10; h++ {
+		host := fmt.Sprintf("h%d.test", h)
+		for i := 0; i < 20; i++ {
+			cands = append(cands, frontier.Candidate{URL: fmt.Sprintf("http://%s/p%d", host, i), Host: host})
+		}
+	}
+	if _, err := f.Add(cands[:100]); err != nil {
+		t.Fatal(err)
+	}
+	snd := testReplicator(t, "n1", nil)
+	snd.db = db
+	snd.export = snd.frontierExport(f)
+	snd.exportMany = func(parts []uint16, since uint64, fn func(uint16, byte, []byte, []byte, bool) error) (uint64, error) {
+		return f.ExportPartitionsSinceTxn(snd.snap, parts, since, fn)
+	}
+	txn := db.NewTransaction(false)
+	since := txn.ReadTs()
+	txn.Discard()
+	groups := map[string][]uint16{"b1": {0, 1, 2}, "b2": {3, 4, 5}}
+	for b, ps := range groups {
+		for _, p := range ps {
+			snd.parts[p] = &replOut{backup: b, version: since}
+		}
+	}
+	snd.parts[5].version = since - 1 // a copy a version behind: not in the shared pass
+	// Changes after the copies' version: new URLs, fetches recorded, retries.
+	if _, err := f.Add(cands[100:]); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 15; i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		l, err := f.Next(ctx)
+		cancel()
+		if err != nil {
+			break
+		}
+		o := frontier.Outcome{Kind: frontier.Fetched, Status: 200}
+		if i%4 == 0 {
+			o = frontier.Outcome{Kind: frontier.Retry, Err: "x"}
+		}
+		if err := f.Done(l, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, phase := range []int{phaseAdd, phaseFinish} {
+		for _, b := range []string{"b1", "b2"} {
+			encode := func(shared bool) ([]byte, map[uint16]uint64) {
+				snd.openSnap()
+				defer snd.closeSnap()
+				if shared {
+					snd.prefetch(groups)
+					if snd.scan == nil || snd.scan.since != since || len(snd.scan.parts) != 5 {
+						t.Fatalf("the shared pass did not cover the 5 partitions at version %d: %+v", since, snd.scan)
+					}
+				}
+				var buf bytes.Buffer
+				w := bufio.NewWriter(&buf)
+				vs := map[uint16]uint64{}
+				if err := snd.encodePhase(w, groups[b], phase, func(p uint16, v uint64, _ time.Time) { vs[p] = v }); err != nil {
+					t.Fatal(err)
+				}
+				w.Flush()
+				return buf.Bytes(), vs
+			}
+			one, v1 := encode(false)
+			shared, v2 := encode(true)
+			if !bytes.Equal(one, shared) || !maps.Equal(v1, v2) {
+				t.Fatalf("phase %d, %s: shared pass %d bytes %v, partition by partition %d bytes %v", phase, b, len(shared), v2, len(one), v1)
+			}
+			if len(one) < 200 {
+				t.Fatalf("phase %d, %s: only %d bytes: the test made no changes", phase, b, len(one))
+			}
+		}
+	}
 }

@@ -185,9 +185,22 @@ func (n *Node) lookupPayload(digest string) (payloadRef, bool) {
 	return ref, true
 }
 
-func (n *Node) rememberPayload(digest string, ref payloadRef) {
-	b, _ := json.Marshal(ref)
-	if err := n.db.Update(func(txn *badger.Txn) error { return txn.Set(payloadKey(digest), b) }); err != nil {
+// rememberPayloads writes payload-index entries in one transaction (split when Badger's
+// batch limit is near).
+func (n *Node) rememberPayloads(es []payloadEntry) {
+	if len(es) == 0 {
+		return
+	}
+	wb := n.db.NewWriteBatch()
+	defer wb.Cancel()
+	for _, e := range es {
+		b, _ := json.Marshal(e.ref)
+		if err := wb.Set(payloadKey(e.digest), b); err != nil {
+			n.log.Error("payload index write", "err", err)
+			return
+		}
+	}
+	if err := wb.Flush(); err != nil {
 		n.log.Error("payload index write", "err", err)
 	}
 }

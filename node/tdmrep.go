@@ -122,7 +122,9 @@ func (n *Node) tdmFor(ctx context.Context, scheme, hostKey string, rules *fetch.
 			p = &tdmPolicy{FetchedAt: now}
 		} else {
 			ws.finished = resp.Finished
-			_, _ = n.archive(resp, url)
+			if loc, err := n.archive(resp, url); err == nil && loc.remember != nil {
+				n.rememberPayloads([]payloadEntry{*loc.remember})
+			}
 			if resp.Status == http.StatusOK {
 				p = parseTDMRep(resp.Body, now)
 			} else {
