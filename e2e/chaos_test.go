@@ -35,7 +35,7 @@ var buildImageOnce struct {
 }
 
 // buildImage builds the crawlnode:e2e image once per test binary.
-func buildImage(t *testing.T) string {
+func buildImage(t testing.TB) string {
 	t.Helper()
 	const image = "crawlnode:e2e"
 	buildImageOnce.Do(func() {

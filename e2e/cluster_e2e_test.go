@@ -163,8 +163,11 @@ type clusterView struct {
 	Handoffs int64 `json:"handoffs"`
 }
 
-func fetchJSON(url string, out any) error {
-	c := http.Client{Timeout: 3 * time.Second}
+func fetchJSON(url string, out any) error { return fetchJSONWithin(url, out, 3*time.Second) }
+
+// fetchJSONWithin GETs url and decodes its JSON body into out, giving up after timeout.
+func fetchJSONWithin(url string, out any, timeout time.Duration) error {
+	c := http.Client{Timeout: timeout}
 	resp, err := c.Get(url)
 	if err != nil {
 		return err

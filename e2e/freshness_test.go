@@ -138,9 +138,10 @@ func TestRecrawlFreshness(t *testing.T) {
 // default) and importance-first (--priority opic), and asks simweb how much of the web's
 // PageRank each had fetched after the first 10% of its pages (by the server's arrival
 // order). Both orders must fetch far more than a random order would (twice the 10% share),
-// stay polite, and differ (the importance order is in effect). On this graph breadth-first
-// fetches the larger share (BENCHMARKS.md): the test reports both and does not claim
-// otherwise.
+// stay polite, and differ (the importance order is in effect), and the importance order
+// must not fetch a smaller share than breadth-first. It fetches some 15% more here (0.36
+// against 0.31, best 0.40; BENCHMARKS.md, "Importance-first against breadth-first"): the
+// test asks only for no less, so that load on the machine cannot fail it.
 func TestPriorityPageRank(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crawl")
@@ -193,6 +194,9 @@ func TestPriorityPageRank(t *testing.T) {
 		t.Errorf("--priority opic fetched its first pages in the breadth-first order")
 	}
 	o, b := share["opic"], share["bfs"]
+	if o.Share < b.Share {
+		t.Errorf("--priority opic fetched a PageRank share of %.3f after 10%% of the pages, below breadth-first's %.3f", o.Share, b.Share)
+	}
 	if path := os.Getenv("CRAWLNODE_E2E_FIGURES"); path != "" {
 		appendFile(t, path, fmt.Sprintf("pagerank share after 10%%: opic %.3f, bfs %.3f, best %.3f\n", o.Share, b.Share, o.Best))
 	}

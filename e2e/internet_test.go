@@ -665,7 +665,7 @@ func runLog(r internetRun) map[string]int { return r.byHost }
 // against thousands of slow hosts (InternetConfig: 300 ms median first byte, log-normal with a
 // tail past 5 s, 1 MB/s median transfer, 2% timeout hosts, 2% one-connection hosts), names
 // from dnsmasq through --dns with a 60 s TTL. Each run crawls for INTERNET_BENCH_SECONDS
-// (default 60) and is then stopped; figures are over the window from 15 s to the end:
+// (default 60) and is then stopped (INTERNET_BENCH_GOROUTINES=PATH: a goroutine dump halfway through the window); figures are over the window from 15 s to the end:
 // pages/s (server's count), the ideal concurrency / mean latency and concurrency / median
 // latency, crawler CPU per page, in flight (server and crawler), RSS, DNS queries per host
 // and hit rate.
@@ -686,13 +686,33 @@ func BenchmarkInternetRegime(b *testing.B) {
 	}
 }
 
+// BenchmarkInternetDNS measures the DNS cache where each host gets more than 100 requests
+// per TTL, as hosts do in a crawl of hours: 300 hosts of 400 pages on average, 300 fetches
+// in flight, TTL 300 s, for INTERNET_BENCH_SECONDS (default 60; every host is asked about
+// once per TTL, so queries per host stay near 1 + crawl time / TTL and the hit rate is
+// 1 - queries / requests).
+//
+//	go test -run '^$' -bench InternetDNS -benchtime 1x ./e2e
+func BenchmarkInternetDNS(b *testing.B) {
+	secs := 60
+	if v, err := strconv.Atoi(os.Getenv("INTERNET_BENCH_SECONDS")); err == nil && v > 20 {
+		secs = v
+	}
+	for i := 0; i < b.N; i++ {
+		benchInternetWeb(b, 300, time.Duration(secs)*time.Second, 300, 400, 1000, 300*time.Second)
+	}
+}
+
 func benchInternet(b *testing.B, conc int, runFor time.Duration) {
+	benchInternetWeb(b, conc, runFor, max(5000, conc*8/5), 60, 400, 60*time.Second)
+}
+
+func benchInternetWeb(b *testing.B, conc int, runFor time.Duration, hosts, meanPages, maxPages int, ttl time.Duration) {
 	raiseNoFile()
-	hosts := max(5000, conc*8/5)
 	cfg := simweb.InternetConfig(hosts)
-	cfg.MeanPages, cfg.MaxPages = 60, 400
+	cfg.MeanPages, cfg.MaxPages = meanPages, maxPages
 	w, ips := internetWeb(b, cfg, 16)
-	d := startSimDNS(b, hostIPs(w, ips), dnsOptions{TTL: 60 * time.Second, NegTTL: 60 * time.Second})
+	d := startSimDNS(b, hostIPs(w, ips), dnsOptions{TTL: ttl, NegTTL: 60 * time.Second})
 	dir := b.TempDir()
 	seedFile := filepath.Join(dir, "seeds.txt")
 	if err := w.WriteSeeds(seedFile); err != nil {
@@ -711,6 +731,10 @@ func benchInternet(b *testing.B, conc int, runFor time.Duration) {
 	if p := os.Getenv("INTERNET_BENCH_MEMPROFILE"); p != "" {
 		args = append(args, "--memprofile", p+"."+strconv.Itoa(conc))
 	}
+	dumps := os.Getenv("INTERNET_BENCH_GOROUTINES")
+	if dumps != "" {
+		args = append(args, "--goroutine-dump", dumps+"."+strconv.Itoa(conc))
+	}
 	start := time.Now()
 	c := startCrawler(b, args...)
 	pid := c.cmd.Process.Pid
@@ -720,7 +744,14 @@ func benchInternet(b *testing.B, conc int, runFor time.Duration) {
 	cpu0 := procCPU(pid)
 	var self1 syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &self1)
-	time.Sleep(runFor - warm)
+	if dumps != "" {
+		// Goroutines grouped by stack halfway through the window: where the slots wait.
+		time.Sleep((runFor - warm) / 2)
+		c.cmd.Process.Signal(syscall.SIGUSR1)
+		time.Sleep((runFor - warm) - (runFor-warm)/2)
+	} else {
+		time.Sleep(runFor - warm)
+	}
 	cpu1 := procCPU(pid)
 	var self2 syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &self2)
@@ -818,6 +849,8 @@ func benchInternet(b *testing.B, conc int, runFor time.Duration) {
 		parts = append(parts, fmt.Sprintf("%.0fs %.0f/%.0fMiB", s.At.Seconds(), s.InFlight, s.RSSMiB))
 	}
 	b.Logf("in flight / RSS over time: %s", strings.Join(parts, ", "))
+	b.Logf("DNS over the whole run: %.0f lookups (one a request), %.0f queries sent, %d requests served to %d hosts (%.0f a host), TTL %s",
+		last["crawlnode_dns_lookups_total"], last["crawlnode_dns_queries_total"], len(recs), asked, float64(len(recs))/float64(max(asked, 1)), ttl)
 }
 
 func tv(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }

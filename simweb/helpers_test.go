@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -49,7 +50,7 @@ func startWeb(t testing.TB, c Config) (*Web, *http.Client) {
 		},
 		MaxIdleConnsPerHost: 4,
 	}
-	cl := &http.Client{Transport: tr, Timeout: 20 * time.Second,
+	cl := &http.Client{Transport: &loggedTransport{base: tr, w: w}, Timeout: 20 * time.Second,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	t.Cleanup(func() {
 		tr.CloseIdleConnections()
@@ -161,4 +162,42 @@ func hostWith(w *Web, pred func(h *host) bool) *host {
 		}
 	}
 	return nil
+}
+
+// loggedTransport makes a test's reads of the request log see every request it has
+// finished: closing a response body waits (up to 5 s) until the server has logged as many
+// requests as this client has finished. The server logs a request when its handler
+// returns, which can come just after the client has read the whole answer (CI saw a
+// report taken right after a GET miss it).
+type loggedTransport struct {
+	base     http.RoundTripper
+	w        *Web
+	finished atomic.Int64
+}
+
+func (t *loggedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(req)
+	if err != nil || strings.HasPrefix(req.URL.Path, "/_simweb/") {
+		return resp, err
+	}
+	resp.Body = &loggedBody{ReadCloser: resp.Body, t: t}
+	return resp, nil
+}
+
+type loggedBody struct {
+	io.ReadCloser
+	t    *loggedTransport
+	done bool
+}
+
+func (b *loggedBody) Close() error {
+	err := b.ReadCloser.Close()
+	if !b.done {
+		b.done = true
+		n := b.t.finished.Add(1)
+		for deadline := time.Now().Add(5 * time.Second); b.t.w.loggedTotal() < n && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	return err
 }

@@ -138,7 +138,10 @@ func TestLatencyTimeoutConnLimit(t *testing.T) {
 	for _, s := range series {
 		peak = max(peak, s.InFlight)
 	}
-	if len(series) == 0 || peak <= 0 || peak > 1.01 {
+	// A one-at-a-time client sends its next request as soon as it has read the answer,
+	// which can be a few milliseconds before the handler has returned under load: a fifth of a
+	// step of slack (two requests at once for a whole step would read 2).
+	if len(series) == 0 || peak <= 0 || peak > 1.2 {
 		t.Errorf("in-flight series %d steps, peak %.2f; want one request at a time", len(series), peak)
 	}
 }

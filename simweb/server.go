@@ -57,9 +57,10 @@ type Web struct {
 	cfg   Config
 	hosts []*host
 
-	mu   sync.Mutex
-	log  []RequestRecord
-	hits map[string]int // requests per canonical URL (first-time 503/429 behaviour)
+	mu     sync.Mutex
+	log    []RequestRecord
+	logged int64          // records ever appended to log (ResetLog keeps it)
+	hits   map[string]int // requests per canonical URL (first-time 503/429 behaviour)
 
 	connMu   sync.Mutex
 	connOf   map[net.Conn]*connInfo
@@ -329,7 +330,16 @@ func (w *Web) serveHTTP(rw http.ResponseWriter, r *http.Request) {
 	}
 	w.mu.Lock()
 	w.log = append(w.log, rec)
+	w.logged++
 	w.mu.Unlock()
+}
+
+// loggedTotal is how many requests were ever logged, ResetLog or not. A request is logged
+// when its handler returns, which can be just after the client has read the whole answer.
+func (w *Web) loggedTotal() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.logged
 }
 
 func (w *Web) sleep(ctx context.Context, d time.Duration) bool {

@@ -2,7 +2,7 @@
 // Crawlnode's fetch stage, one after the other in the same run, and prints both crawlers'
 // figures side by side, judged by simweb's report.
 //
-//	cd bench/colly && go run . [-rounds 3] [-hosts 40] [-mean-pages 500] [-words 5600]
+//	cd bench/colly && go run . [-rounds 3] [-hosts 40] [-mean-pages 500] [-words 5600] [-pin-server 1 -pin-crawler 0]
 //
 // It is a module of its own so that the main module does not carry Colly as a dependency;
 // a replace directive points at the Crawlnode tree two directories up.
@@ -16,6 +16,10 @@
 // served by this process: the child's CPU time (getrusage of the child, user + system) is
 // the crawler's alone, never simweb's. Pages are the must-reach pages simweb saw fetched, so
 // Crawlnode's extra requests (robots.txt, tdmrep.json) do not count in its favour.
+//
+// With -pin-server and -pin-crawler (taskset CPU lists) simweb (this process) and the
+// crawler run on separate CPUs, so that pages/s measures the crawler alone and not the
+// server's share of the same cores: on a 2-core machine, -pin-server 1 -pin-crawler 0.
 //
 // Colly keeps everything in memory and writes nothing; Crawlnode runs with --no-extract
 // (the extract stage is measured separately) and otherwise does everything it always does:
@@ -70,6 +74,8 @@ type options struct {
 	cpuProfile string
 	keep       bool
 	extra      string
+	pinServer  string
+	pinCrawler string
 }
 
 func run(args []string) error {
@@ -86,6 +92,8 @@ func run(args []string) error {
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "pass --cpuprofile FILE to crawlnode (last round wins)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temp dir (crawlnode data) for inspection")
 	fs.StringVar(&o.extra, "crawlnode-args", "", "extra crawlnode flags, space-separated (later flags win)")
+	fs.StringVar(&o.pinServer, "pin-server", "", "CPU list (taskset -c) for this process, which serves simweb, e.g. 1")
+	fs.StringVar(&o.pinCrawler, "pin-crawler", "", "CPU list (taskset -c) for the crawler child, e.g. 0")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -110,6 +118,16 @@ func run(args []string) error {
 	self, err := os.Executable()
 	if err != nil {
 		return err
+	}
+	if o.pinServer != "" {
+		// Every thread of this process (-a), and so every thread it starts later.
+		if out, err := exec.Command("taskset", "-a", "-p", "-c", o.pinServer, fmt.Sprint(os.Getpid())).CombinedOutput(); err != nil {
+			return fmt.Errorf("taskset -a -p -c %s: %v: %s", o.pinServer, err, out)
+		}
+		runtime.GOMAXPROCS(cpuCount(o.pinServer))
+	}
+	if o.pinServer != "" || o.pinCrawler != "" {
+		fmt.Printf("pinned: simweb (this process) on CPUs %q, each crawler on CPUs %q\n", o.pinServer, o.pinCrawler)
 	}
 	fmt.Printf("machine: %d CPUs (GOMAXPROCS %d), %s/%s, %s; load average %s\n", runtime.NumCPU(), runtime.GOMAXPROCS(0),
 		runtime.GOOS, runtime.GOARCH, runtime.Version(), loadAvg())
@@ -219,6 +237,9 @@ func crawlOnce(o options, who string, round int, self, tmp string) (result, erro
 		}
 		cmd = exec.Command(o.crawlnode, args...)
 	}
+	if o.pinCrawler != "" {
+		cmd = exec.Command("taskset", append([]string{"-c", o.pinCrawler, cmd.Path}, cmd.Args[1:]...)...)
+	}
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	before := selfCPU()
 	start := time.Now()
@@ -307,6 +328,20 @@ func fmtList(v []float64) string {
 		s[i] = fmt.Sprintf("%.2fx", x)
 	}
 	return strings.Join(s, " ")
+}
+
+// cpuCount is the number of CPUs in a taskset-style list ("0", "0-3", "0,2").
+func cpuCount(list string) int {
+	n := 0
+	for _, part := range strings.Split(list, ",") {
+		var a, b int
+		if k, _ := fmt.Sscanf(part, "%d-%d", &a, &b); k == 2 {
+			n += b - a + 1
+		} else {
+			n++
+		}
+	}
+	return max(n, 1)
 }
 
 func selfCPU() time.Duration {
