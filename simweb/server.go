@@ -238,15 +238,29 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	if c.status == 0 {
 		c.status = 200
 	}
-	n, err := c.ResponseWriter.Write(p)
-	c.n += int64(n)
-	if err != nil {
-		c.failed = true
-	} else if c.clock != nil {
-		c.lastOK = c.clock()
+	// Large bodies go out in pieces so that lastOK follows the client's reading: one
+	// Write of a 600 KB robots.txt that a crawler cuts at its 500 KiB limit blocks until
+	// the reset arrives, and would otherwise end the response then, when the server's
+	// goroutine next runs, not when the client last took data.
+	written := 0
+	for written < len(p) {
+		end := min(len(p), written+writePiece)
+		n, err := c.ResponseWriter.Write(p[written:end])
+		written += n
+		c.n += int64(n)
+		if err != nil {
+			c.failed = true
+			return written, err
+		}
+		if c.clock != nil {
+			c.lastOK = c.clock()
+		}
 	}
-	return n, err
+	return written, nil
 }
+
+// writePiece is the largest single write of a response body (see countingWriter.Write).
+const writePiece = 32 << 10
 
 func (c *countingWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if hj, ok := c.ResponseWriter.(http.Hijacker); ok {
