@@ -382,7 +382,7 @@ func (r *replicator) run(ctx context.Context) {
 
 // minGap is the least time between the end of a round and the start of the next.
 func (r *replicator) minGap() time.Duration {
-	return max(r.interval/10, 20*time.Millisecond)
+	return max(r.interval/2, 20*time.Millisecond)
 }
 
 // endRound wakes waitCopied's waiters after a round.
