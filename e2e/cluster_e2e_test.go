@@ -69,11 +69,14 @@ func freePorts(t testing.TB) int {
 
 // clusterArgs are the flags every member shares: a fast, polite crawl of w on addr. The
 // cluster checks judge the crawl (simweb's report), so the nodes run the fetch stage only
-// (--no-extract); the corpus is checked by the single-node tests.
+// (--no-extract); the corpus is checked by the single-node tests. The fetch timeout is 30 s:
+// on a CI machine running several clusters under -race, a 275 KB page took simweb 10-28 s
+// to send, and a 10 s timeout made the same node fetch it again and again (duplicate
+// fetches and overlapping requests that the timeout checks of TestFullCrawl already cover).
 func clusterArgs(addr string, delay time.Duration, grace time.Duration) []string {
 	return []string{
 		"--resolve", "*.sim.test=" + addr, "--delay", delay.String(), "--concurrency", "32", "--exit-when-done",
-		"--robots-retry", "200ms", "--retry-base", "200ms", "--timeout", "10s", "--max-depth", "100",
+		"--robots-retry", "200ms", "--retry-base", "200ms", "--timeout", "30s", "--max-depth", "100",
 		"--log-format", "json", "--log-level", "warn", "--http", "127.0.0.1:0",
 		"--cluster-profile", "test", "--grace", grace.String(), "--no-extract",
 	}
@@ -369,7 +372,29 @@ func TestClusterScaleOut(t *testing.T) {
 	}
 	cr.waitAll(10 * time.Minute)
 	rep := w.Report(reportOptions(delay))
+	logDuplicates(t, w, rep)
 	checkClean(t, rep, 0)
+}
+
+// logDuplicates logs every request simweb saw for each duplicate fetch: when, by which
+// node (the User-Agent names it), with what answer.
+func logDuplicates(t *testing.T, w *simweb.Web, rep simweb.Report) {
+	if len(rep.Duplicates) == 0 {
+		return
+	}
+	dup := map[string]bool{}
+	for _, u := range rep.Duplicates {
+		dup[u] = true
+	}
+	for _, r := range w.Log() {
+		if dup[r.CanonicalURL] {
+			ua := r.UserAgent
+			if i := strings.LastIndex(ua, "; "); i >= 0 {
+				ua = ua[i+2:]
+			}
+			t.Logf("duplicate %s: %s-%s %d by %s", r.CanonicalURL, r.Arrival.Format("15:04:05.000"), r.Finish.Format("15:04:05.000"), r.Status, ua)
+		}
+	}
 }
 
 // TestClusterRollingRestart: every member is stopped (SIGTERM) and started again, one at
@@ -454,8 +479,8 @@ func TestClusterJobConfig(t *testing.T) {
 	n2 := cr.add("n2", "--bootstrap-expect", "2", "--join", n1.bind)
 	waitLogged(t, w, 1000, 3*time.Minute)
 	const ua = "crawlnode/0.2 (+job-config-test)"
-	const newDelay = 150 * time.Millisecond
-	body := strings.NewReader(`{"user_agent": "` + ua + `", "default_delay": "150ms"}`)
+	const newDelay = 60 * time.Millisecond // three times the start's: a longer one only lengthens the tail
+	body := strings.NewReader(`{"user_agent": "` + ua + `", "default_delay": "60ms"}`)
 	req, _ := http.NewRequest(http.MethodPatch, n2.api(t)+"/v1/job", body)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -470,7 +495,7 @@ func TestClusterJobConfig(t *testing.T) {
 	}
 	json.NewDecoder(resp.Body).Decode(&got)
 	resp.Body.Close()
-	if resp.StatusCode != 200 || got.Effective.UserAgent != ua || got.Effective.DefaultDelay != "150ms" {
+	if resp.StatusCode != 200 || got.Effective.UserAgent != ua || got.Effective.DefaultDelay != "60ms" {
 		t.Fatalf("PATCH /v1/job: %d %+v", resp.StatusCode, got)
 	}
 	changed := time.Now()

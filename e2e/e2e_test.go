@@ -297,7 +297,9 @@ func TestKill9Resume(t *testing.T) {
 		t.Skip("full crawl")
 	}
 	// No Crawl-delay hosts: a tail of trap pages at 0.5 s each tests nothing here.
-	w, addr := web(t, func(c *simweb.Config) { c.Hosts = 200; c.Seed = 2; c.CrawlDelayHosts = 0 })
+	// 120 hosts (about 14,600 must-reach pages): the kills come 2-6 s into a crawl of about
+	// a minute, and a larger web only makes the final run longer.
+	w, addr := web(t, func(c *simweb.Config) { c.Hosts = 120; c.Seed = 2; c.CrawlDelayHosts = 0 })
 	data := filepath.Join(t.TempDir(), "data")
 	args := crawlArgs(data, addr, w, t, "--concurrency", "32")
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
