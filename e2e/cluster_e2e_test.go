@@ -300,8 +300,9 @@ func TestClusterThreeNodes(t *testing.T) {
 			t.Errorf("%s holds only %d partitions", name, k)
 		}
 	}
-	// Any node answers for the whole cluster.
-	waitLogged(t, w, 2000, time.Minute)
+	// Any node answers for the whole cluster. (Alone the crawl passes 2,000 requests in
+	// about 15 s; beside another cluster under -race it took over a minute on CI.)
+	waitLogged(t, w, 2000, 3*time.Minute)
 	var st struct {
 		Nodes []struct {
 			Node         string `json:"node"`
@@ -325,7 +326,7 @@ func TestClusterThreeNodes(t *testing.T) {
 	if rep.MustReach < 20000 {
 		t.Errorf("must-reach %d < 20,000", rep.MustReach)
 	}
-	checkClean(t, rep, 0)
+	checkClean(t, rep, logDuplicates(t, w, rep))
 	first, last := fetchSpan(w.Log())
 	cpu := 0.0
 	for _, n := range cr.nodes {
@@ -372,29 +373,48 @@ func TestClusterScaleOut(t *testing.T) {
 	}
 	cr.waitAll(10 * time.Minute)
 	rep := w.Report(reportOptions(delay))
-	logDuplicates(t, w, rep)
-	checkClean(t, rep, 0)
+	checkClean(t, rep, logDuplicates(t, w, rep))
 }
 
+// slowAttempt is a request simweb took this long to answer: long enough for the node's
+// first-byte timeout (15 s) or its 30 s fetch timeout, less the judge's slack.
+const slowAttempt = 14 * time.Second
+
 // logDuplicates logs every request simweb saw for each duplicate fetch: when, by which
-// node (the User-Agent names it), with what answer.
-func logDuplicates(t *testing.T, w *simweb.Web, rep simweb.Report) {
+// node (the User-Agent names it), with what answer. It returns how many of them are
+// retries after a timeout: URLs of which an earlier request took simweb slowAttempt or
+// more. On a CI machine running two clusters beside simweb under -race, a 275 KB page
+// took simweb 15-22 s to start answering (every handler shares the two cores), the node
+// gave up at its first-byte timeout and fetched the page again later, as it should; those
+// are not the duplicates a handoff must not cause.
+func logDuplicates(t *testing.T, w *simweb.Web, rep simweb.Report) (retries int) {
 	if len(rep.Duplicates) == 0 {
-		return
+		return 0
 	}
 	dup := map[string]bool{}
 	for _, u := range rep.Duplicates {
 		dup[u] = true
 	}
-	for _, r := range w.Log() {
+	log := w.Log()
+	slices.SortFunc(log, func(a, b simweb.RequestRecord) int { return a.Arrival.Compare(b.Arrival) })
+	slow := map[string]bool{}
+	for _, r := range log {
 		if dup[r.CanonicalURL] {
 			ua := r.UserAgent
 			if i := strings.LastIndex(ua, "; "); i >= 0 {
 				ua = ua[i+2:]
 			}
 			t.Logf("duplicate %s: %s-%s %d by %s", r.CanonicalURL, r.Arrival.Format("15:04:05.000"), r.Finish.Format("15:04:05.000"), r.Status, ua)
+			if r.Finish.Sub(r.Arrival) >= slowAttempt && !slow[r.CanonicalURL] {
+				slow[r.CanonicalURL] = true
+				retries++
+			}
 		}
 	}
+	if retries > 0 {
+		t.Logf("%d of %d duplicates are retries after a request simweb took %s or more to answer", retries, len(rep.Duplicates), slowAttempt)
+	}
+	return retries
 }
 
 // TestClusterRollingRestart: every member is stopped (SIGTERM) and started again, one at
@@ -544,7 +564,7 @@ func TestClusterJobConfig(t *testing.T) {
 		}
 		t.Logf("missing by host: %v", byHost)
 	}
-	checkClean(t, rep, 0)
+	checkClean(t, rep, logDuplicates(t, w, rep))
 }
 
 // clusterReplicas sums the replication figures of the members still running.
