@@ -310,6 +310,12 @@ func ExportSince(db *badger.DB, since uint64, fn func(family byte, key, value []
 
 // ExportSinceTxn is ExportSince reading from the read transaction txn (its snapshot).
 func ExportSinceTxn(txn *badger.Txn, since uint64, fn func(family byte, key, value []byte, deleted bool) error, prefixes ...[]byte) (uint64, error) {
+	return exportSinceTxn(txn, since, nil, fn, prefixes...)
+}
+
+// exportSinceTxn is ExportSinceTxn that skips, value unread, every key keep refuses
+// (nil keeps all).
+func exportSinceTxn(txn *badger.Txn, since uint64, keep func(key []byte) bool, fn func(family byte, key, value []byte, deleted bool) error, prefixes ...[]byte) (uint64, error) {
 	readTs := txn.ReadTs()
 	for _, prefix := range prefixes {
 		// With since > 0 every version is read: deletions are versions too.
@@ -322,6 +328,9 @@ func ExportSinceTxn(txn *badger.Txn, since uint64, fn func(family byte, key, val
 				continue // an older version of the key just sent
 			}
 			last = append(last[:0], k...)
+			if keep != nil && !keep(k) {
+				continue
+			}
 			var err error
 			switch {
 			case item.IsDeletedOrExpired() && since == 0:
@@ -356,36 +365,16 @@ func (f *Frontier) ExportPartitionsSinceTxn(txn *badger.Txn, parts []uint16, sin
 	for _, p := range parts {
 		want[p] = true
 	}
-	readTs := txn.ReadTs()
-	for _, fam := range exportFamilies {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{fam}, SinceTs: since, AllVersions: true})
-		var last []byte
-		for it.Rewind(); it.Valid(); it.Next() {
-			item := it.Item()
-			k := item.Key()
-			if last != nil && bytes.Equal(k, last) {
-				continue // an older version of the key just sent
-			}
-			last = append(last[:0], k...)
-			if len(k) < 3 {
-				continue
-			}
-			p := binary.BigEndian.Uint16(k[1:3])
-			if !want[p] {
-				continue
-			}
-			var err error
-			if item.IsDeletedOrExpired() {
-				err = fn(p, fam, k, nil, true)
-			} else {
-				err = item.Value(func(v []byte) error { return fn(p, fam, k, v, false) })
-			}
-			if err != nil {
-				it.Close()
-				return readTs, fmt.Errorf("frontier: export partitions since %d: %w", since, err)
-			}
-		}
-		it.Close()
+	prefixes := make([][]byte, len(exportFamilies))
+	for i, fam := range exportFamilies {
+		prefixes[i] = []byte{fam}
+	}
+	keep := func(k []byte) bool { return len(k) >= 3 && want[binary.BigEndian.Uint16(k[1:3])] }
+	readTs, err := exportSinceTxn(txn, since, keep, func(fam byte, k, v []byte, deleted bool) error {
+		return fn(binary.BigEndian.Uint16(k[1:3]), fam, k, v, deleted)
+	}, prefixes...)
+	if err != nil {
+		return readTs, fmt.Errorf("frontier: export partitions since %d: %w", since, err)
 	}
 	return readTs, nil
 }
