@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/gzip"
 	"go.uber.org/goleak"
 )
 
@@ -880,4 +881,97 @@ func TestConfigValidate(t *testing.T) {
 	if err := (Config{Dir: "x"}).WithDefaults().Validate(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// storedOnly reports whether the gzip member m holds nothing but stored deflate blocks (and
+// the empty final block a flate writer closes with).
+func storedOnly(t *testing.T, m []byte) bool {
+	t.Helper()
+	if len(m) < 18 || m[0] != 0x1f || m[1] != 0x8b || m[3] != 0 {
+		t.Fatalf("not a plain gzip member: % x", m[:min(len(m), 10)])
+	}
+	p := 10
+	for {
+		if p+5 > len(m) {
+			t.Fatalf("member ends inside a block header at %d", p)
+		}
+		h := m[p]
+		if h == 0x03 && m[p+1] == 0x00 {
+			return p+2+8 == len(m) // the empty final fixed block a flate writer closes with
+		}
+		if h&0x06 != 0 {
+			return false // fixed or dynamic Huffman block
+		}
+		n := int(m[p+1]) | int(m[p+2])<<8
+		if nn := int(m[p+3]) | int(m[p+4])<<8; n != ^nn&0xffff {
+			t.Fatalf("stored block at %d: LEN %d NLEN %d", p, n, nn)
+		}
+		p += 5 + n
+		if h&1 == 1 {
+			return p+8 == len(m)
+		}
+	}
+}
+
+// TestCompressedPayloadStored: a response whose payload arrived compressed (Content-Encoding,
+// or a compressed media type) is written as stored deflate blocks (deflating it again costs
+// CPU for nothing) and reads back byte for byte; text still compresses.
+func TestCompressedPayloadStored(t *testing.T) {
+	dir := t.TempDir()
+	w := mustOpen(t, testConfig(dir))
+	text := body(2, 40000)
+	var zb bytes.Buffer
+	zw := gzip.NewWriter(&zb)
+	zw.Write(text)
+	zw.Close()
+	cases := []struct {
+		hdr    string
+		body   []byte
+		stored bool
+	}{
+		{"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Encoding: gzip\r\n", zb.Bytes(), true},
+		{"HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-encoding:  br \r\n", body(3, 20000), true},
+		{"HTTP/1.1 200 OK\r\nContent-Type: image/jpeg\r\n", body(5, 20000), true},
+		// The header decides, not the bytes (a flate encoder stores incompressible bytes by
+		// itself, after spending the CPU to find out): these would compress well.
+		{"HTTP/1.1 200 OK\r\nContent-Type: image/webp; q=1\r\n", text, true},
+		{"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Encoding: zstd\r\n", text, true},
+		{"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n", text, false},
+		{"HTTP/1.1 200 OK\r\nContent-Type: image/svg+xml\r\n", text, false},
+		{"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Encoding: identity\r\n", text, false},
+		{"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Encoding: gzip\r\n", zb.Bytes()[:100], false}, // small: headers weigh more
+	}
+	var ws []written
+	for i, c := range cases {
+		ex := Exchange{URL: fmt.Sprintf("http://example.test/c%d", i), Date: t0, IP: "127.0.0.1",
+			Request:        []byte("GET / HTTP/1.1\r\nHost: example.test\r\n\r\n"),
+			ResponseHeader: []byte(c.hdr), ResponseBody: c.body}
+		loc, d, err := w.WriteExchange(ex)
+		if err != nil {
+			t.Fatal(i, err)
+		}
+		ws = append(ws, written{ex, loc, d})
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	files := warcFiles(t, dir)
+	data, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, x := range ws {
+		m := data[x.loc.Offset : x.loc.Offset+x.loc.Length]
+		if got := storedOnly(t, m); got != cases[i].stored {
+			t.Errorf("case %d (%q): stored %v, want %v (member %d bytes for a %d-byte payload)", i, cases[i].hdr, got, cases[i].stored, len(m), len(x.ex.ResponseBody))
+		}
+		r, err := ReadResponse(dir, x.loc)
+		if err != nil {
+			t.Fatal(i, err)
+		}
+		if !bytes.Equal(r.Payload, x.ex.ResponseBody) || r.Headers["WARC-Payload-Digest"] != tSHA1(x.ex.ResponseBody) {
+			t.Fatalf("case %d: payload %d bytes, digest %s", i, len(r.Payload), r.Headers["WARC-Payload-Digest"])
+		}
+	}
+	checkFiles(t, dir) // the independent reader parses every member and checks its digests
 }

@@ -166,6 +166,80 @@ func withHeaderEnd(h []byte) []byte {
 	}
 }
 
+// minStoredPayload is the payload size from which a compressed payload's record is stored
+// rather than compressed: below it the HTTP and WARC headers, which do compress, weigh more.
+const minStoredPayload = 2048
+
+// compressedPayload reports whether an HTTP response's payload is compressed already: a
+// Content-Encoding other than identity (gzip, br, deflate, zstd: what servers send to a
+// crawler that asks for them, and what most HTML on the web arrives as) or a media type that
+// is a compressed format. Deflating such a payload again costs as much CPU as text (the
+// encoder still hashes every position) and saves next to nothing, so its record member is
+// written with stored deflate blocks: still one gzip member per record, readable by every
+// WARC tool, at the cost of leaving the few hundred bytes of headers uncompressed.
+func compressedPayload(hdr []byte, payload int) bool {
+	if payload < minStoredPayload {
+		return false
+	}
+	lines := hdr
+	if i := bytes.IndexByte(lines, '\n'); i >= 0 {
+		lines = lines[i+1:] // skip the status line
+	}
+	for len(lines) > 0 {
+		line := lines
+		rest := []byte(nil)
+		if i := bytes.IndexByte(lines, '\n'); i >= 0 {
+			line, rest = lines[:i], lines[i+1:]
+		}
+		lines = rest
+		line = bytes.TrimRight(line, "\r")
+		if len(line) == 0 {
+			break // end of the header
+		}
+		colon := bytes.IndexByte(line, ':')
+		if colon <= 0 {
+			continue
+		}
+		name, value := line[:colon], bytes.TrimSpace(line[colon+1:])
+		switch {
+		case bytes.EqualFold(name, []byte("Content-Encoding")):
+			if len(value) > 0 && !bytes.EqualFold(value, []byte("identity")) {
+				return true
+			}
+		case bytes.EqualFold(name, []byte("Content-Type")):
+			if compressedMediaType(value) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// compressedMediaType reports whether a Content-Type value names a format whose bytes are
+// compressed already (images, audio, video, archives). SVG and other XML-based image types
+// are text and stay compressed by gzip.
+func compressedMediaType(v []byte) bool {
+	if i := bytes.IndexByte(v, ';'); i >= 0 {
+		v = v[:i]
+	}
+	t := strings.ToLower(string(bytes.TrimSpace(v)))
+	switch {
+	case strings.HasSuffix(t, "+xml"), t == "image/bmp", t == "image/x-icon", t == "image/vnd.microsoft.icon", t == "audio/wav", t == "audio/x-wav":
+		return false
+	case strings.HasPrefix(t, "image/"), strings.HasPrefix(t, "video/"), strings.HasPrefix(t, "audio/"), strings.HasPrefix(t, "font/woff"):
+		return true
+	}
+	switch t {
+	case "application/zip", "application/gzip", "application/x-gzip", "application/x-bzip2",
+		"application/x-xz", "application/zstd", "application/x-7z-compressed",
+		"application/x-rar-compressed", "application/vnd.rar", "application/x-brotli",
+		"application/epub+zip", "application/java-archive", "application/vnd.android.package-archive",
+		"application/font-woff", "application/x-font-woff":
+		return true
+	}
+	return strings.HasPrefix(t, "application/vnd.openxmlformats-") || strings.HasPrefix(t, "application/vnd.oasis.opendocument.")
+}
+
 // field is one WARC header field to add.
 type field struct{ name, value string }
 
@@ -298,7 +372,10 @@ func PayloadDigest(body []byte) string {
 // encodeExchange encodes the response (or, with ref, revisit) record followed by the request
 // record into buf, both pointing at each other with WARC-Concurrent-To and at the file's
 // warcinfo record with WARC-Warcinfo-ID. Pure apart from the record ids it draws.
-func encodeExchange(buf *bytes.Buffer, gz *gzip.Writer, ex *Exchange, ref *Revisit, infoID string, now func() time.Time) (*encoded, error) {
+//
+// store, when not nil, is a writer at gzip.NoCompression: the response record goes through it
+// instead of gz when its payload is compressed already (see compressedPayload).
+func encodeExchange(buf *bytes.Buffer, gz, store *gzip.Writer, ex *Exchange, ref *Revisit, infoID string, now func() time.Time) (*encoded, error) {
 	date := ex.Date
 	if date.IsZero() {
 		date = now()
@@ -332,7 +409,11 @@ func encodeExchange(buf *bytes.Buffer, gz *gzip.Writer, ex *Exchange, ref *Revis
 	fields = append(fields, field{gowarc.ContentType, ctHTTPResponse})
 	enc.mainOff = int64(buf.Len())
 	if ref == nil {
-		pd, err := encodeRecord(buf, gz, rtResponse, fields, ex.PayloadDigest, hdr, ex.ResponseBody)
+		rgz := gz
+		if store != nil && compressedPayload(hdr, len(ex.ResponseBody)) {
+			rgz = store
+		}
+		pd, err := encodeRecord(buf, rgz, rtResponse, fields, ex.PayloadDigest, hdr, ex.ResponseBody)
 		if err != nil {
 			return nil, err
 		}

@@ -79,8 +79,11 @@ type Writer struct {
 	// openFile opens path with flag; a test hook for injecting failing files.
 	openFile func(path string, flag int) (file, error)
 
-	gzPool  sync.Pool
-	bufPool sync.Pool
+	gzPool sync.Pool
+	// storePool holds writers at gzip.NoCompression for responses whose payload is
+	// compressed already (compressedPayload).
+	storePool sync.Pool
+	bufPool   sync.Pool
 
 	mu      sync.Mutex
 	seg     *segment // nil until the next write creates a file
@@ -125,6 +128,10 @@ func open(cfg Config, openFile func(string, int) (file, error)) (*Writer, error)
 	level := cfg.CompressionLevel
 	w.gzPool.New = func() any {
 		gz, _ := gzip.NewWriterLevel(io.Discard, level) // level checked by Validate
+		return gz
+	}
+	w.storePool.New = func() any {
+		gz, _ := gzip.NewWriterLevel(io.Discard, gzip.NoCompression)
 		return gz
 	}
 	w.bufPool.New = func() any { return new(bytes.Buffer) }
@@ -388,7 +395,12 @@ func (w *Writer) write(ex *Exchange, ref *Revisit) (Location, string, error) {
 	buf.Reset()
 	gz := w.gzPool.Get().(*gzip.Writer)
 	defer w.gzPool.Put(gz)
-	enc, err := encodeExchange(buf, gz, ex, ref, infoID, w.cfg.Now)
+	var store *gzip.Writer
+	if w.cfg.CompressionLevel != gzip.NoCompression && ref == nil {
+		store = w.storePool.Get().(*gzip.Writer)
+		defer w.storePool.Put(store)
+	}
+	enc, err := encodeExchange(buf, gz, store, ex, ref, infoID, w.cfg.Now)
 	if err != nil {
 		return Location{}, "", err
 	}
@@ -406,7 +418,7 @@ func (w *Writer) write(ex *Exchange, ref *Revisit) (Location, string, error) {
 			}
 		}
 		buf.Reset()
-		if enc, err = encodeExchange(buf, gz, ex, ref, w.seg.infoID, w.cfg.Now); err != nil {
+		if enc, err = encodeExchange(buf, gz, store, ex, ref, w.seg.infoID, w.cfg.Now); err != nil {
 			return Location{}, "", err
 		}
 		enc.gen = w.seg.gen

@@ -76,6 +76,7 @@ type options struct {
 	extra      string
 	pinServer  string
 	pinCrawler string
+	compressed bool
 }
 
 func run(args []string) error {
@@ -92,6 +93,7 @@ func run(args []string) error {
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "pass --cpuprofile FILE to crawlnode (last round wins)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temp dir (crawlnode data) for inspection")
 	fs.StringVar(&o.extra, "crawlnode-args", "", "extra crawlnode flags, space-separated (later flags win)")
+	fs.BoolVar(&o.compressed, "compressed", false, "every host compresses its HTML when the client asks, as most real servers do (gzip; brotli on half the hosts when offered)")
 	fs.StringVar(&o.pinServer, "pin-server", "", "CPU list (taskset -c) for this process, which serves simweb, e.g. 1")
 	fs.StringVar(&o.pinCrawler, "pin-crawler", "", "CPU list (taskset -c) for the crawler child, e.g. 0")
 	if err := fs.Parse(args); err != nil {
@@ -131,8 +133,12 @@ func run(args []string) error {
 	}
 	fmt.Printf("machine: %d CPUs (GOMAXPROCS %d), %s/%s, %s; load average %s\n", runtime.NumCPU(), runtime.GOMAXPROCS(0),
 		runtime.GOOS, runtime.GOARCH, runtime.Version(), loadAvg())
-	fmt.Printf("web: %d hosts, seed %d, mean %d pages/host (cap %d), %d words/article, no delay, 1 request in flight per host\n\n",
-		o.hosts, o.seed, o.meanPages, o.maxPages, o.words)
+	encoding := "uncompressed answers"
+	if o.compressed {
+		encoding = "answers compressed when asked (gzip, or br on half the hosts)"
+	}
+	fmt.Printf("web: %d hosts, seed %d, mean %d pages/host (cap %d), %d words/article, %s, no delay, 1 request in flight per host\n\n",
+		o.hosts, o.seed, o.meanPages, o.maxPages, o.words, encoding)
 
 	var results []result
 	for r := 0; r < o.rounds; r++ {
@@ -171,6 +177,9 @@ func cleanWeb(o options) simweb.Config {
 	c.BinaryHosts, c.EncodingHosts, c.MalformedHosts, c.BaseHrefHosts = 0, 0, 0, 0
 	c.LinkVariety, c.TrackingParams = false, false
 	c.NofollowHosts, c.OptOutHosts = 0, 0
+	if o.compressed {
+		c.EncodingHosts = o.hosts
+	}
 	return c
 }
 
