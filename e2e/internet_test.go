@@ -269,12 +269,16 @@ type procSample struct {
 	InFlight float64 // crawlnode_fetches_in_flight
 	Ready    float64 // crawlnode_frontier_hosts_ready: hosts that could be fetched now
 	RSSMiB   float64
-	Fetched  float64
+	// The resident set split: anonymous memory (Go heap, stacks, Badger's memtable arenas)
+	// and file-backed pages (Badger's memory-mapped tables, which the kernel can reclaim),
+	// and the Go heap in use (go_memstats_heap_inuse_bytes).
+	AnonMiB, FileMiB, HeapMiB float64
+	Fetched                   float64
 }
 
 var metricNames = []string{"crawlnode_fetches_in_flight", "crawlnode_dns_lookups_total", "crawlnode_dns_cache_hits_total",
 	"crawlnode_dns_queries_total", "crawlnode_dns_failures_total", "crawlnode_extract_backlog", "crawlnode_frontier_dead_letters",
-	"crawlnode_frontier_hosts_ready"}
+	"crawlnode_frontier_hosts_ready", "go_memstats_heap_inuse_bytes"}
 
 func startSampler(pid int, data string, every time.Duration) *sampler {
 	s := &sampler{stop: make(chan struct{}), done: make(chan struct{}), last: map[string]float64{}}
@@ -295,6 +299,7 @@ func startSampler(pid int, data string, every time.Duration) *sampler {
 				}
 			}
 			ps := procSample{At: time.Since(start), RSSMiB: rssMiB(pid)}
+			ps.AnonMiB, ps.FileMiB = rssSplitMiB(pid)
 			if api != "" {
 				if resp, err := cl.Get(api + "/metrics"); err == nil {
 					b, _ := io.ReadAll(resp.Body)
@@ -309,6 +314,7 @@ func startSampler(pid int, data string, every time.Duration) *sampler {
 					ps.InFlight = s.last["crawlnode_fetches_in_flight"]
 					ps.Ready = s.last["crawlnode_frontier_hosts_ready"]
 					ps.Fetched = promSum(text, "crawlnode_pages_fetched_total")
+					ps.HeapMiB = s.last["go_memstats_heap_inuse_bytes"] / (1 << 20)
 					s.mu.Unlock()
 				}
 			}
@@ -360,6 +366,27 @@ func rssMiB(pid int) float64 {
 		}
 	}
 	return 0
+}
+
+// rssSplitMiB is a process's anonymous and file-backed resident memory (RssAnon, RssFile in
+// /proc/PID/status), MiB.
+func rssSplitMiB(pid int) (anon, file float64) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0, 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		for _, f := range []struct {
+			key string
+			v   *float64
+		}{{"RssAnon:", &anon}, {"RssFile:", &file}} {
+			if rest, ok := strings.CutPrefix(line, f.key); ok {
+				kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
+				*f.v = kb / 1024
+			}
+		}
+	}
+	return anon, file
 }
 
 // raiseNoFile lifts this process's open-file limit to its hard limit: thousands of
@@ -725,6 +752,8 @@ func benchInternetWeb(b *testing.B, conc int, runFor time.Duration, hosts, meanP
 		"--robots-retry", "2s", "--retry-base", "2s", "--timeout", "10s", "--max-depth", "100",
 		"--extract-workers", "1", "--log-level", "error", "--quiet", "--http", "127.0.0.1:0",
 	}
+	// INTERNET_BENCH_ARGS: more crawler flags, e.g. "--bounded-memory".
+	args = append(args, strings.Fields(os.Getenv("INTERNET_BENCH_ARGS"))...)
 	if p := os.Getenv("INTERNET_BENCH_CPUPROFILE"); p != "" {
 		args = append(args, "--cpuprofile", p+"."+strconv.Itoa(conc))
 	}
@@ -764,11 +793,18 @@ func benchInternetWeb(b *testing.B, conc int, runFor time.Duration, hosts, meanP
 	var lat []float64
 	inWindow := 0
 	ws := start.Add(warm)
+	// held: seconds every request of the window held its server slot, answered or not (a
+	// request the crawler gave up on holds one of its fetch slots until its timeout too).
+	held, heldN := 0.0, 0
 	for _, r := range recs {
 		if r.Arrival.After(ws) && r.Arrival.Before(end) {
 			inWindow++
 			if r.Status != 0 {
 				lat = append(lat, r.Finish.Sub(r.Arrival).Seconds())
+			}
+			if !r.Finish.IsZero() {
+				held += r.Finish.Sub(r.Arrival).Seconds()
+				heldN++
 			}
 		}
 	}
@@ -800,6 +836,11 @@ func benchInternetWeb(b *testing.B, conc int, runFor time.Duration, hosts, meanP
 	if n > 0 {
 		inf /= float64(n)
 	}
+	// Little's law: with C requests in flight, each holding its slot meanHeld on average,
+	// no crawler passes C / meanHeld pages/s. With a heavy tail and timeouts meanHeld is well
+	// above the median latency, so C/median is not reachable at all.
+	meanHeld := held / float64(max(heldN, 1))
+	littleBound := float64(conc) / max(meanHeld, 1e-9)
 	crawlerInFlight, rss, k := 0.0, 0.0, 0
 	for _, s := range samples {
 		if s.At > warm && s.At < runFor {
@@ -839,6 +880,9 @@ func benchInternetWeb(b *testing.B, conc int, runFor time.Duration, hosts, meanP
 	b.ReportMetric(perHost, "dns-queries/host")
 	b.ReportMetric(hit, "dns-hit-rate")
 	b.ReportMetric(float64(rep.PolitenessViolations), "politeness-violations")
+	b.ReportMetric(pps/littleBound, "share-of-C/mean-held")
+	b.Logf("Little's law: requests of the window held their slot %.3f s on average (timeouts included) -> at most %.0f pages/s at %d in flight; reached %.0f (%.1f%%)",
+		meanHeld, littleBound, conc, pps, 100*pps/littleBound)
 	b.Logf("concurrency %d, %d hosts over %d loopback addresses: %d requests in the %.0f s window = %.0f pages/s; latency served median %.3f s mean %.3f s -> ideal %.0f (C/median) %.0f (C/mean) pages/s; crawler CPU %.2f ms/page (%.2f cores), simweb+DNS proxy %.2f cores; in flight %.0f (server) %.0f (crawler); peak RSS %.0f MiB; DNS %.2f queries/host asked (%d hosts), hit rate %.4f; politeness %d, robots %d, conn refused %d, statuses %v",
 		conc, hosts, len(ips), inWindow, window, pps, median, mean, float64(conc)/median, float64(conc)/mean,
 		cpuPerPage, (cpu1-cpu0)/window, simCPU, inf, crawlerInFlight, rss, perHost, asked, hit,
@@ -846,9 +890,9 @@ func benchInternetWeb(b *testing.B, conc int, runFor time.Duration, hosts, meanP
 	var parts []string
 	for i := 0; i < len(samples); i += max(1, len(samples)/15) {
 		s := samples[i]
-		parts = append(parts, fmt.Sprintf("%.0fs %.0f/%.0fMiB", s.At.Seconds(), s.InFlight, s.RSSMiB))
+		parts = append(parts, fmt.Sprintf("%.0fs %.0f/%.0f=%.0f+%.0f/%.0f", s.At.Seconds(), s.InFlight, s.RSSMiB, s.AnonMiB, s.FileMiB, s.HeapMiB))
 	}
-	b.Logf("in flight / RSS over time: %s", strings.Join(parts, ", "))
+	b.Logf("over time, in flight / RSS MiB = anonymous + file-backed / Go heap in use MiB: %s", strings.Join(parts, ", "))
 	b.Logf("DNS over the whole run: %.0f lookups (one a request), %.0f queries sent, %d requests served to %d hosts (%.0f a host), TTL %s",
 		last["crawlnode_dns_lookups_total"], last["crawlnode_dns_queries_total"], len(recs), asked, float64(len(recs))/float64(max(asked, 1)), ttl)
 }

@@ -156,4 +156,36 @@ func TestPolitenessBoundManyHosts(t *testing.T) {
 	if len(over) > 0 {
 		t.Logf("per host over ideal: median %.1f%%, p90 %.1f%%, max %.1f%% (%d hosts)", over[len(over)/2], over[len(over)*9/10], over[len(over)-1], len(over))
 	}
+	logGapParts(t, w.Log(), delay)
+}
+
+// logGapParts splits each host's gaps between request arrivals into what the server took to
+// answer the earlier request (arrival to its last byte written) and what is left past the
+// delay after that (the crawler's wake-up, lease and request): the two ways a
+// politeness-bound crawl falls behind its ideal.
+func logGapParts(t *testing.T, log []simweb.RequestRecord, delay time.Duration) {
+	byHost := map[string][]simweb.RequestRecord{}
+	for _, r := range log {
+		byHost[r.Host] = append(byHost[r.Host], r)
+	}
+	var serve, rest []float64
+	for _, rs := range byHost {
+		sort.Slice(rs, func(i, j int) bool { return rs[i].Arrival.Before(rs[j].Arrival) })
+		for i := 1; i < len(rs); i++ {
+			p := rs[i-1]
+			if p.Finish.IsZero() {
+				continue
+			}
+			serve = append(serve, p.Finish.Sub(p.Arrival).Seconds()*1000)
+			rest = append(rest, (rs[i].Arrival.Sub(p.Finish)-delay).Seconds()*1000)
+		}
+	}
+	if len(serve) == 0 {
+		return
+	}
+	sort.Float64s(serve)
+	sort.Float64s(rest)
+	q := func(v []float64, f float64) float64 { return v[min(len(v)-1, int(f*float64(len(v))))] }
+	t.Logf("gaps (%d): server's answer took median %.2f ms, p90 %.2f ms; after it, the delay and then median %.2f ms, p90 %.2f ms, min %.2f ms more before the next request arrived",
+		len(serve), q(serve, 0.5), q(serve, 0.9), q(rest, 0.5), q(rest, 0.9), rest[0])
 }

@@ -110,7 +110,7 @@ func newCrawlFlags(name string) *crawlFlags {
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress output")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
 	fs.StringVar(&f.memProfile, "memprofile", "", "write a heap profile at exit to this file")
-	fs.StringVar(&f.goroutines, "goroutine-dump", "", "on SIGUSR1, write the goroutines (grouped by stack, go tool pprof's debug=1 text) to this file, numbered by dump")
+	fs.StringVar(&f.goroutines, "goroutine-dump", "", "on SIGUSR1, write the goroutines (grouped by stack, go tool pprof's debug=1 text) to this file, numbered by dump, and a heap profile to FILE.heap.N")
 	fs.Int64Var(&c.MinFreeDisk, "min-free-disk", 256<<20, "pause fetching while the data directory's disk has fewer free bytes than this (resumes by itself)")
 	fs.StringVar(&c.APIToken, "api-token", "", "bearer token required by every mutating API request (also CRAWLNODE_API_TOKEN)")
 	fs.StringVar(&c.HTTPAddr, "http", "127.0.0.1:7070", "HTTP API address (port 0: any free port, written to DIR/http.addr; empty: no API)")
@@ -371,7 +371,9 @@ func startProfiles(cpu, mem string) (stop func(), err error) {
 }
 
 // dumpGoroutinesOnSignal writes PATH.N (N = 1, 2, ...) with the goroutines grouped by
-// stack each time the process gets SIGUSR1: where fetch slots wait, mid-run.
+// stack, and PATH.heap.N with a heap profile (go tool pprof), each time the process gets
+// SIGUSR1: where fetch slots wait and what the heap holds, mid-run (the --memprofile at
+// exit sees the heap after shutdown freed it).
 func dumpGoroutinesOnSignal(path string) (stop func()) {
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, syscall.SIGUSR1)
@@ -385,6 +387,10 @@ func dumpGoroutinesOnSignal(path string) (stop func()) {
 			}
 			if fh, err := os.Create(path + "." + strconv.Itoa(i)); err == nil {
 				_ = pprof.Lookup("goroutine").WriteTo(fh, 1)
+				fh.Close()
+			}
+			if fh, err := os.Create(path + ".heap." + strconv.Itoa(i)); err == nil {
+				_ = pprof.Lookup("heap").WriteTo(fh, 0)
 				fh.Close()
 			}
 		}
