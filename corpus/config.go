@@ -45,6 +45,10 @@ const (
 	DefaultCommitInterval = time.Second
 	DefaultUserAgentToken = "crawlnode"
 	DefaultMaxBodyBytes   = 8 << 20
+
+	// IdleNice as Config.Nice puts the worker threads in the SCHED_IDLE class (Linux): below
+	// nice 19, they run only on CPU time no other thread of the machine wants.
+	IdleNice = 20
 )
 
 // Filters are the job's corpus filters. A page that fails one gets a record with Rejected set
@@ -80,8 +84,8 @@ type Config struct {
 	// Workers is the number of extraction goroutines. Default runtime.NumCPU(). Extraction is
 	// CPU bound, so more than the cores only adds memory.
 	Workers int
-	// Nice, when 1..19, runs each worker on an OS thread of its own at that nice value
-	// (Linux; elsewhere it is ignored with a warning), so the kernel gives the crawl's
+	// Nice, when 1..19, runs each worker on an OS thread of its own at that nice value, and
+	// IdleNice (20) in SCHED_IDLE, below nice 19 (Linux; elsewhere it is ignored with a warning), so the kernel gives the crawl's
 	// threads the CPU first and extraction what they leave: the stage lags instead of slowing
 	// the fetch stage. Give the process GOMAXPROCS of its CPUs plus Workers, so that a worker
 	// thread waiting for CPU does not hold one of the crawl's Ps. Higher values yield more but
@@ -177,8 +181,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: NodeName %q must be non-empty [A-Za-z0-9._-]", ErrInvalidConfig, c.NodeName)
 	case c.Load == nil:
 		return fmt.Errorf("%w: Load is required", ErrInvalidConfig)
-	case c.Nice < 0 || c.Nice > 19:
-		return fmt.Errorf("%w: Nice %d not in 0..19", ErrInvalidConfig, c.Nice)
+	case c.Nice < 0 || c.Nice > IdleNice:
+		return fmt.Errorf("%w: Nice %d not in 0..%d", ErrInvalidConfig, c.Nice, IdleNice)
 	case c.Filters.MinTextLength < 0:
 		return fmt.Errorf("%w: Filters.MinTextLength %d < 0", ErrInvalidConfig, c.Filters.MinTextLength)
 	case c.Filters.MaxLinkDensity < 0 || c.Filters.MaxLinkDensity > 1:

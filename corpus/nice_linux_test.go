@@ -62,3 +62,35 @@ func TestStageNiceWorkers(t *testing.T) {
 		t.Fatalf("%d records for %d jobs", len(recs), len(jobs))
 	}
 }
+
+// TestIdleThreadPriority: IdleNice puts the worker's own thread, and only it, in SCHED_IDLE
+// (policy, field 41 of /proc/thread-self/stat, is 5).
+func TestIdleThreadPriority(t *testing.T) {
+	policy := func() int {
+		b, err := os.ReadFile("/proc/thread-self/stat")
+		if err != nil {
+			t.Skip("no /proc/thread-self:", err)
+		}
+		s := string(b)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+		n, err := strconv.Atoi(f[38])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := policy()
+	got := make(chan int)
+	go func() {
+		if err := lowerThreadPriority(IdleNice); err != nil {
+			t.Error(err)
+		}
+		got <- policy()
+	}()
+	if p := <-got; p != 5 {
+		t.Errorf("worker thread policy %d, want 5 (SCHED_IDLE)", p)
+	}
+	if p := policy(); p != before {
+		t.Errorf("test thread policy changed to %d", p)
+	}
+}

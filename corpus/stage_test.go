@@ -453,7 +453,7 @@ func TestConfigValidate(t *testing.T) {
 		"density":    func(c *Config) { c.Filters.MaxLinkDensity = 2 },
 		"lang":       func(c *Config) { c.Filters.Languages = []string{"eng"} },
 		"min length": func(c *Config) { c.Filters.MinTextLength = -1 },
-		"nice":       func(c *Config) { c.Nice = 20 },
+		"nice":       func(c *Config) { c.Nice = IdleNice + 1 },
 	}
 	for name, mod := range cases {
 		c := ok

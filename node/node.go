@@ -91,10 +91,10 @@ type Config struct {
 	Include, Exclude []string
 	// ExtractWorkers is the extract stage's worker count. Default: number of CPUs.
 	ExtractWorkers int
-	// ExtractNice, when 1..19, runs the extract workers on OS threads at that nice value
-	// (corpus.Config.Nice): the kernel serves the fetch stage first and extraction lags
-	// instead. The binary also raises GOMAXPROCS by ExtractWorkers then. Default 0 (the
-	// binary's default is 10).
+	// ExtractNice, when 1..19, runs the extract workers on OS threads at that nice value,
+	// 20 (corpus.IdleNice) in SCHED_IDLE (corpus.Config.Nice): the kernel serves the fetch
+	// stage first and extraction lags instead. The binary also raises GOMAXPROCS by
+	// ExtractWorkers then. Default 0 (the binary's default is 20).
 	ExtractNice int
 	// NoExtract runs the fetch stage alone: pages are archived as WARC and their links
 	// followed, but no page is queued for text extraction, so no text corpus is built

@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/crawlnode/crawlnode/corpus"
 	"github.com/crawlnode/crawlnode/fetch"
 	"github.com/crawlnode/crawlnode/internal/badgermem"
 	"github.com/crawlnode/crawlnode/node"
@@ -98,7 +99,7 @@ func newCrawlFlags(name string) *crawlFlags {
 	fs.StringVar(&c.Priority, "priority", "bfs", "crawl order: bfs (breadth-first) or opic (important pages first by OPIC cash, breadth-first tie-break)")
 	fs.IntVar(&c.ExtractWorkers, "extract-workers", 0, "text extraction workers (default: number of CPUs)")
 	fs.IntVar(&c.WARCGzipLevel, "warc-gzip-level", 1, "gzip level of WARC records: 1 fastest LZ77; -2 Huffman-only (same format, ~4x less CPU, ~40% larger files); up to 9")
-	fs.IntVar(&c.ExtractNice, "extract-nice", 10, "nice value (0-19) of the extract workers' threads: the fetch stage gets the CPU first, extraction lags (0: same priority, Linux only)")
+	fs.IntVar(&c.ExtractNice, "extract-nice", corpus.IdleNice, "nice value (0-19, or 20: SCHED_IDLE, below nice 19) of the extract workers' threads: the fetch stage gets the CPU first, extraction lags (0: same priority, Linux only)")
 	fs.BoolVar(&c.NoExtract, "no-extract", false, "fetch stage only: archive pages as WARC and follow links, build no text corpus")
 	fs.BoolVar(&c.BoundedMemory, "bounded-memory", false, "bound the resident set for very large frontiers: a 1.25 GiB soft Go memory limit (unless GOMEMLIMIT is set) and Badger's mapped table pages trimmed above 256 MiB")
 	fs.IntVar(&c.Filters.MinTextLength, "min-text-length", 200, "corpus: pages with less main text (characters) are rejected")
