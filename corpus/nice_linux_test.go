@@ -7,22 +7,26 @@ import (
 	"testing"
 )
 
-// threadNice reads the calling thread's nice value from /proc/thread-self/stat.
-func threadNice(t *testing.T) int {
+// threadStat reads field n (1-based, as proc(5) numbers them) of the calling thread's
+// /proc/thread-self/stat as a number.
+func threadStat(t *testing.T, n int) int {
 	t.Helper()
 	b, err := os.ReadFile("/proc/thread-self/stat")
 	if err != nil {
 		t.Skip("no /proc/thread-self:", err)
 	}
-	// Fields after the parenthesised command name; nice is field 19 of the whole line.
+	// The fields after the parenthesised command name start with field 3.
 	s := string(b)
 	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	n, err := strconv.Atoi(f[16])
+	v, err := strconv.Atoi(f[n-3])
 	if err != nil {
 		t.Fatal(err)
 	}
-	return n
+	return v
 }
+
+// threadNice is the calling thread's nice value (field 19).
+func threadNice(t *testing.T) int { return threadStat(t, 19) }
 
 // TestLowerThreadPriority: the worker's own thread gets the nice value, and no other thread
 // of the process does (the goroutine stays locked to it).
@@ -66,19 +70,7 @@ func TestStageNiceWorkers(t *testing.T) {
 // TestIdleThreadPriority: IdleNice puts the worker's own thread, and only it, in SCHED_IDLE
 // (policy, field 41 of /proc/thread-self/stat, is 5).
 func TestIdleThreadPriority(t *testing.T) {
-	policy := func() int {
-		b, err := os.ReadFile("/proc/thread-self/stat")
-		if err != nil {
-			t.Skip("no /proc/thread-self:", err)
-		}
-		s := string(b)
-		f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-		n, err := strconv.Atoi(f[38])
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	policy := func() int { return threadStat(t, 41) }
 	before := policy()
 	got := make(chan int)
 	go func() {
