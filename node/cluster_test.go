@@ -22,6 +22,41 @@ func testLogger(name string) *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})).With("test_node", name)
 }
 
+// startSimweb serves a simweb built from cfg on loopback until the test ends and returns it
+// with the rule that resolves its *.sim.test names there.
+func startSimweb(t *testing.T, cfg simweb.Config) (*simweb.Web, fetch.ResolveRule) {
+	t.Helper()
+	w, err := simweb.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, err := w.Start("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	rule, err := fetch.ParseResolve("*.sim.test=" + addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w, rule
+}
+
+// testCrawlDelay is the politeness delay of the in-process crawls.
+const testCrawlDelay = 5 * time.Millisecond
+
+// testNodeConfig is the config of an in-process test node crawling through rule: short
+// delays and retries, one extract worker, no free-disk floor, an HTTP API on loopback.
+func testNodeConfig(dir, name string, rule fetch.ResolveRule) Config {
+	return Config{
+		DataDir: dir, Name: name, ExitWhenDone: true,
+		Delay: testCrawlDelay, DelaySet: true, Concurrency: 8, ExtractWorkers: 1, MaxDepth: 100,
+		RobotsRetryBase: 50 * time.Millisecond, RetryBase: 50 * time.Millisecond, FetchTimeout: 5 * time.Second,
+		Resolve: []fetch.ResolveRule{rule}, HTTPAddr: "127.0.0.1:0", MinFreeDisk: -1,
+		Logger: testLogger(name),
+	}
+}
+
 // TestClusterInProcess runs real nodes in one process (so the race detector sees the
 // cluster code): two form a cluster, a third joins mid-crawl and takes partitions over by
 // handoff, and the crawl must end on every node with full coverage, no duplicate fetch
@@ -33,31 +68,15 @@ func TestClusterInProcess(t *testing.T) {
 	cfg := simweb.DefaultConfig()
 	cfg.Hosts, cfg.Seed, cfg.MeanPages, cfg.MaxWords = 24, 11, 40, 2000
 	cfg.CrawlDelayHosts = 0
-	w, err := simweb.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr, err := w.Start("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	rule, err := fetch.ParseResolve("*.sim.test=" + addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const delay = 5 * time.Millisecond
+	w, rule := startSimweb(t, cfg)
+	const delay = testCrawlDelay
 	base := t.TempDir()
 	mk := func(name string, seeds []string, join []string, expect int) *Node {
-		n, err := New(Config{
-			DataDir: filepath.Join(base, name), Name: name, Seeds: seeds, ExitWhenDone: true,
-			Delay: delay, DelaySet: true, Concurrency: 8, ExtractWorkers: 1, MaxDepth: 100,
-			RobotsRetryBase: 50 * time.Millisecond, RetryBase: 50 * time.Millisecond, FetchTimeout: 5 * time.Second,
-			Resolve: []fetch.ResolveRule{rule}, HTTPAddr: "127.0.0.1:0", MinFreeDisk: -1,
-			Logger: testLogger(name),
-			Cluster: ClusterConfig{BindAddr: "127.0.0.1:0", RaftAddr: "127.0.0.1:0", Join: join,
-				BootstrapExpect: expect, Profile: "test", Grace: 5 * time.Second},
-		})
+		nc := testNodeConfig(filepath.Join(base, name), name, rule)
+		nc.Seeds = seeds
+		nc.Cluster = ClusterConfig{BindAddr: "127.0.0.1:0", RaftAddr: "127.0.0.1:0", Join: join,
+			BootstrapExpect: expect, Profile: "test", Grace: 5 * time.Second}
+		n, err := New(nc)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}

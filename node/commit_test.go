@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crawlnode/crawlnode/fetch"
 	"github.com/crawlnode/crawlnode/simweb"
 )
 
@@ -39,27 +38,11 @@ func TestCommitFaultsLoseNothing(t *testing.T) {
 			}
 		}
 		cfg.Hosts, cfg.Seed, cfg.MeanPages, cfg.MaxWords = 8, 17, 30, 1500
-		w, err := simweb.New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr, err := w.Start("127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer w.Close()
-		rule, err := fetch.ParseResolve("*.sim.test=" + addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		const delay = 5 * time.Millisecond
-		n, err := New(Config{
-			DataDir: filepath.Join(t.TempDir(), "n"), Seeds: w.Seeds(), ExitWhenDone: true,
-			Delay: delay, DelaySet: true, Concurrency: 8, ExtractWorkers: 1, MaxDepth: 100,
-			RobotsRetryBase: 50 * time.Millisecond, RetryBase: 50 * time.Millisecond, FetchTimeout: 5 * time.Second,
-			Resolve: []fetch.ResolveRule{rule}, HTTPAddr: "127.0.0.1:0", MinFreeDisk: -1,
-			Logger: testLogger("n"), Cluster: ClusterConfig{Profile: "test"},
-		})
+		w, rule := startSimweb(t, cfg)
+		const delay = testCrawlDelay
+		nc := testNodeConfig(filepath.Join(t.TempDir(), "n"), "", rule)
+		nc.Seeds, nc.Logger, nc.Cluster = w.Seeds(), testLogger("n"), ClusterConfig{Profile: "test"}
+		n, err := New(nc)
 		if err != nil {
 			t.Fatal(err)
 		}
