@@ -106,6 +106,19 @@ func newClusterRun(t testing.TB, base []string) *clusterRun {
 }
 
 // add starts a new member with extra flags (seeds, --join, --bootstrap-expect).
+// addThree starts n1 with seeds (a file, "" for none) and n2 and n3 joining it, all
+// expecting three members, and returns n1.
+func (cr *clusterRun) addThree(seeds string) *cnode {
+	args := []string{"--bootstrap-expect", "3"}
+	if seeds != "" {
+		args = append(args, "--seeds", seeds)
+	}
+	n1 := cr.add("n1", args...)
+	cr.add("n2", "--bootstrap-expect", "3", "--join", n1.bind)
+	cr.add("n3", "--bootstrap-expect", "3", "--join", n1.bind)
+	return n1
+}
+
 func (cr *clusterRun) add(name string, extra ...string) *cnode {
 	p := freePorts(cr.t)
 	n := &cnode{name: name, data: filepath.Join(cr.dir, name), bind: "127.0.0.1:" + strconv.Itoa(p), raft: "127.0.0.1:" + strconv.Itoa(p+1)}
@@ -199,6 +212,16 @@ func (v clusterView) owners() map[string]int {
 	return m
 }
 
+// seedsFile writes w's seeds to a file in a temporary directory and returns its path.
+func seedsFile(t testing.TB, w *simweb.Web) string {
+	t.Helper()
+	seeds := filepath.Join(t.TempDir(), "seeds.txt")
+	if err := w.WriteSeeds(seeds); err != nil {
+		t.Fatal(err)
+	}
+	return seeds
+}
+
 // waitRequests waits until the server has logged at least k requests.
 func waitLogged(t testing.TB, w *simweb.Web, k int, d time.Duration) {
 	t.Helper()
@@ -261,13 +284,8 @@ func TestClusterThreeNodes(t *testing.T) {
 	w, addr := web(t, func(c *simweb.Config) { c.Hosts = 200; c.Seed = 1 })
 	cr := newClusterRun(t, clusterArgs(addr, 0, 30*time.Second))
 	start := time.Now()
-	n1 := cr.add("n1", "--bootstrap-expect", "3")
-	cr.add("n2", "--bootstrap-expect", "3", "--join", n1.bind)
-	cr.add("n3", "--bootstrap-expect", "3", "--join", n1.bind)
-	seeds := filepath.Join(t.TempDir(), "seeds.txt")
-	if err := w.WriteSeeds(seeds); err != nil {
-		t.Fatal(err)
-	}
+	cr.addThree("")
+	seeds := seedsFile(t, w)
 	// Seeds through the second node's API, once the cluster has formed.
 	var view clusterView
 	deadline := time.Now().Add(30 * time.Second)
@@ -346,10 +364,7 @@ func TestClusterScaleOut(t *testing.T) {
 	t.Parallel() // mostly waiting on politeness delays: two at a time share the cores
 	const delay = 20 * time.Millisecond
 	w, addr := web(t, func(c *simweb.Config) { c.Hosts = 100; c.Seed = 21; c.CrawlDelayHosts = 0 })
-	seeds := filepath.Join(t.TempDir(), "seeds.txt")
-	if err := w.WriteSeeds(seeds); err != nil {
-		t.Fatal(err)
-	}
+	seeds := seedsFile(t, w)
 	cr := newClusterRun(t, clusterArgs(addr, delay, 30*time.Second))
 	n1 := cr.add("n1", "--bootstrap-expect", "2", "--seeds", seeds)
 	cr.add("n2", "--bootstrap-expect", "2", "--join", n1.bind)
@@ -429,14 +444,9 @@ func TestClusterRollingRestart(t *testing.T) {
 	const delay = 20 * time.Millisecond
 	const grace = 20 * time.Second
 	w, addr := web(t, func(c *simweb.Config) { c.Hosts = 100; c.Seed = 22; c.CrawlDelayHosts = 0 })
-	seeds := filepath.Join(t.TempDir(), "seeds.txt")
-	if err := w.WriteSeeds(seeds); err != nil {
-		t.Fatal(err)
-	}
+	seeds := seedsFile(t, w)
 	cr := newClusterRun(t, clusterArgs(addr, delay, grace))
-	n1 := cr.add("n1", "--bootstrap-expect", "3", "--seeds", seeds)
-	cr.add("n2", "--bootstrap-expect", "3", "--join", n1.bind)
-	cr.add("n3", "--bootstrap-expect", "3", "--join", n1.bind)
+	cr.addThree(seeds)
 	waitLogged(t, w, 1500, 3*time.Minute)
 	inFlight := 0
 	for _, n := range cr.nodes {
@@ -490,10 +500,7 @@ func TestClusterJobConfig(t *testing.T) {
 	t.Parallel() // mostly waiting on politeness delays: two at a time share the cores
 	const delay = 20 * time.Millisecond
 	w, addr := web(t, func(c *simweb.Config) { c.Hosts = 60; c.Seed = 24; c.CrawlDelayHosts = 0 })
-	seeds := filepath.Join(t.TempDir(), "seeds.txt")
-	if err := w.WriteSeeds(seeds); err != nil {
-		t.Fatal(err)
-	}
+	seeds := seedsFile(t, w)
 	cr := newClusterRun(t, clusterArgs(addr, delay, 30*time.Second))
 	n1 := cr.add("n1", "--bootstrap-expect", "2", "--seeds", seeds)
 	n2 := cr.add("n2", "--bootstrap-expect", "2", "--join", n1.bind)
@@ -605,14 +612,9 @@ func TestClusterNodeLostForGood(t *testing.T) {
 	const delay = 20 * time.Millisecond
 	const grace = 5 * time.Second
 	w, addr := web(t, func(c *simweb.Config) { c.Hosts = 100; c.Seed = 25; c.CrawlDelayHosts = 0 })
-	seeds := filepath.Join(t.TempDir(), "seeds.txt")
-	if err := w.WriteSeeds(seeds); err != nil {
-		t.Fatal(err)
-	}
+	seeds := seedsFile(t, w)
 	cr := newClusterRun(t, clusterArgs(addr, delay, grace))
-	n1 := cr.add("n1", "--bootstrap-expect", "3", "--seeds", seeds)
-	cr.add("n2", "--bootstrap-expect", "3", "--join", n1.bind)
-	cr.add("n3", "--bootstrap-expect", "3", "--join", n1.bind)
+	n1 := cr.addThree(seeds)
 	waitLogged(t, w, 3000, 3*time.Minute)
 	v, err := n1.view(t)
 	if err != nil {

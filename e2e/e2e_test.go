@@ -151,10 +151,7 @@ func tail(s string, n int) string {
 
 // crawlArgs are the flags of a fast, still polite crawl of a simulated web on addr.
 func crawlArgs(data, addr string, w *simweb.Web, t *testing.T, extra ...string) []string {
-	seeds := filepath.Join(t.TempDir(), "seeds.txt")
-	if err := w.WriteSeeds(seeds); err != nil {
-		t.Fatal(err)
-	}
+	seeds := seedsFile(t, w)
 	args := []string{
 		"--data", data, "--seeds", seeds, "--resolve", "*.sim.test=" + addr,
 		"--delay", "0", "--concurrency", "64", "--exit-when-done",
