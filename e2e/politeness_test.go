@@ -116,7 +116,7 @@ func TestPolitenessBoundManyHosts(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "data")
 	// The binary's default priority for extraction (TestMain turns it off for the suite);
 	// CRAWLNODE_BENCH_POLITENESS_ARGS adds flags, e.g. "--no-extract".
-	args := crawlArgs(data, addr, w, t, "--extract-nice", "10")
+	args := crawlArgs(data, addr, w, t, "--extract-nice", "20")
 	args = append(args, strings.Fields(os.Getenv("CRAWLNODE_BENCH_POLITENESS_ARGS"))...)
 	c := startCrawler(t, args...)
 	if code := c.wait(t, 10*time.Minute); code != 0 {
