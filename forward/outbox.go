@@ -403,8 +403,8 @@ type target struct {
 // Self, and one, sending one batch, for a peer whose last send failed). A peer's unclaimed
 // partitions are spread over as many new drains as free slots and queued links call for
 // (one batch of BatchLinks each); a peer that already has drains running gets more when
-// it has unclaimed partitions and free slots. Every partition is claimed by one drain at a
-// time, so its entries still go out in order.
+// it has free slots and unclaimed partitions holding at least a quarter of a batch. Every
+// partition is claimed by one drain at a time, so its entries still go out in order.
 func (o *Outbox) round(ctx context.Context) {
 	o.mu.Lock()
 	var parts []uint16
@@ -461,6 +461,11 @@ func (o *Outbox) round(ctx context.Context) {
 			links += o.queued[t.part]
 		}
 		if len(ts) == 0 {
+			continue
+		}
+		if o.busy[peer] > 0 && links < o.cfg.BatchLinks/4 {
+			// A drain is running: a few links more would go out in a small batch (more
+			// bytes a link); they wait for a quarter batch or the running drain's end.
 			continue
 		}
 		for _, g := range o.split(ts, min(free, len(ts), (links+o.cfg.BatchLinks-1)/o.cfg.BatchLinks)) {
