@@ -72,6 +72,15 @@ type Config struct {
 	// SendTimeout bounds one Send call. Default 10s.
 	SendTimeout time.Duration
 
+	// PeerConcurrency is the most batches in flight to one peer at once (each from its own
+	// drain, over its own partitions). Default 4, at most MaxPeerConcurrency. A receiver
+	// acknowledges a batch only once its replicas hold the links (up to a few seconds), so
+	// one batch at a time limits a peer to one batch per replica round; more overlap those
+	// waits (the receiver's replica rounds serve all batches waiting at once). After a
+	// failed send the peer gets one batch at a time (a probe) until a send succeeds again.
+	// Memory and connections grow with it: a batch of BatchLinks links per drain.
+	PeerConcurrency int
+
 	// BackoffBase and BackoffMax shape the per-peer retry delay after a failed send:
 	// min(BackoffMax, BackoffBase*2^(failures-1)), plus up to 25% jitter. The same delay
 	// holds a partition a peer refused, until its owner or epoch changes. Defaults 500ms
@@ -100,6 +109,10 @@ const (
 	DefaultBackoffBase   = 500 * time.Millisecond
 	DefaultBackoffMax    = 30 * time.Second
 	DefaultRecentCache   = 200_000
+
+	// DefaultPeerConcurrency batches in flight per peer; MaxPeerConcurrency bounds the setting.
+	DefaultPeerConcurrency = 4
+	MaxPeerConcurrency     = 32
 )
 
 // WithDefaults returns c with zero fields set to their defaults.
@@ -118,6 +131,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.SendTimeout == 0 {
 		c.SendTimeout = DefaultSendTimeout
+	}
+	if c.PeerConcurrency == 0 {
+		c.PeerConcurrency = DefaultPeerConcurrency
 	}
 	if c.BackoffBase == 0 {
 		c.BackoffBase = DefaultBackoffBase
@@ -175,6 +191,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: BatchURLBytes %d not in %d..%d", ErrConfig, c.BatchURLBytes, MaxURLLength, MaxBatchURLBytes)
 	case c.SendInterval <= 0, c.SendTimeout <= 0:
 		return fmt.Errorf("%w: SendInterval and SendTimeout must be positive", ErrConfig)
+	case c.PeerConcurrency < 1 || c.PeerConcurrency > MaxPeerConcurrency:
+		return fmt.Errorf("%w: PeerConcurrency %d not in 1..%d", ErrConfig, c.PeerConcurrency, MaxPeerConcurrency)
 	case c.BackoffBase <= 0 || c.BackoffMax < c.BackoffBase:
 		return fmt.Errorf("%w: need 0 < BackoffBase <= BackoffMax", ErrConfig)
 	case c.Logger == nil || c.Now == nil:

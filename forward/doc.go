@@ -10,8 +10,9 @@
 //     of every partition with queued links is resolved again (OwnerOf), partitions are
 //     grouped by owner and shipped in batches; entries are deleted only when the owner
 //     acknowledged its frontier commit (Send returned nil). Partitions this node now owns
-//     go to Local. Each peer has its own drain goroutine and its own bounded exponential
-//     backoff, so a peer that is down or hangs does not hold up the others.
+//     go to Local. Each peer has its own drains (up to PeerConcurrency, default 4, batches
+//     in flight at once, each drain over its own partitions) and its own bounded
+//     exponential backoff, so a peer that is down or hangs does not hold up the others.
 //   - Wire format (Encode/Decode): version byte + zstd frame of a body where every
 //     partition carries its epoch and its links sorted by URL, front-coded, in columns.
 //     Hard limits on links, URL length, URL bytes and decompressed size; malformed input
@@ -39,6 +40,26 @@
 //   - Links repeated within a batch's partition are sent once (the best priority, then the
 //     lowest depth wins); the receiver must still treat adds as idempotent, because a send
 //     whose acknowledgement was lost is sent again.
+//   - Several batches in flight per peer: a node acknowledges forwarded links only once its
+//     replicas hold them (HandlerSync; a replica round, up to a few seconds), so with one
+//     batch at a time links crossed to a peer at one batch per replica round, and a young
+//     cluster, where most links are found for other nodes, crawled slowly while they
+//     queued. Up to PeerConcurrency drains run per peer; each claims a disjoint set of
+//     partitions (a partition is in one drain at a time, so its entries still go out in
+//     order and holds work as before). A round gives a peer's unclaimed partitions to as
+//     many new drains as there are free slots and batches of queued links, dealing the
+//     partitions with the most links first to the drain with the fewest so far; a peer
+//     with drains running gets another when new partitions fill. Batches in flight
+//     together share the receiver's replica rounds. Bounded: PeerConcurrency (at most
+//     MaxPeerConcurrency) batches of BatchLinks links per peer in memory and connections.
+//   - A failed send backs the peer off for all its drains: the others send no further
+//     batch, and failures of sends already in flight count (Stats.Failures) but take no
+//     further backoff step. When the backoff ends, one drain sends one batch (a probe);
+//     only its success ends the backoff and lets the next round spread again. So a dead
+//     peer sees one attempt per backoff period, as with one drain, not PeerConcurrency. A
+//     success of a send that started before the failure does not end the backoff.
+//   - Links this node now owns (Self) go to Local through one drain: it is the node's own
+//     frontier, with no acknowledgement to wait for.
 //   - A 409 is a partial acknowledgement: the other partitions of the batch are deleted.
 //     A refused partition is held (not sent to the same owner at the same epoch) for the
 //     backoff delay; a new owner or epoch releases it at once. A 5xx or a transport error

@@ -41,8 +41,9 @@ type Outbox struct {
 	seq      uint64 // last sequence number used
 	recent   *recentCache
 	claimed  [ring.PartitionCount]bool // partition taken by a drain in flight
-	busy     map[string]bool           // peer -> a drain is in flight
+	busy     map[string]int            // peer -> drains in flight (at most PeerConcurrency)
 	peers    map[string]*peerState     // per-peer backoff
+	tickets  uint64                    // sends started (numbers each send; see peerState)
 	holds    map[uint16]hold           // refused partitions waiting
 	counters counters
 	started  bool
@@ -52,9 +53,15 @@ type Outbox struct {
 	wg     sync.WaitGroup
 }
 
+// peerState is a peer's backoff after failed sends. It exists from a failure to the next
+// success of a send that started after it.
 type peerState struct {
 	failures int
 	until    time.Time
+	// failTicket is the last send number issued when the last failure was counted: sends
+	// numbered up to it were already in flight then, so their failures are the same
+	// outage (no further backoff step) and their successes do not end the backoff.
+	failTicket uint64
 }
 
 // hold keeps a partition that peer refused at epoch from being sent to that same owner and
@@ -86,7 +93,7 @@ func New(cfg Config) (*Outbox, error) {
 		db:     cfg.DB,
 		log:    cfg.Logger.With("component", "forward"),
 		recent: newRecentCache(cfg.RecentCache),
-		busy:   make(map[string]bool),
+		busy:   make(map[string]int),
 		peers:  make(map[string]*peerState),
 		holds:  make(map[uint16]hold),
 		kick:   make(chan struct{}, 1),
@@ -391,8 +398,13 @@ type target struct {
 	epoch uint64
 }
 
-// round resolves the owner of every partition with queued links and starts one drain per
-// owner that is neither busy nor backing off.
+// round resolves the owner of every partition with queued links and starts drains for
+// the owners that are not backing off, up to PeerConcurrency drains per peer (one for
+// Self, and one, sending one batch, for a peer whose last send failed). A peer's unclaimed
+// partitions are spread over as many new drains as free slots and queued links call for
+// (one batch of BatchLinks each); a peer that already has drains running gets more when
+// it has free slots and unclaimed partitions holding at least a quarter of a batch. Every
+// partition is claimed by one drain at a time, so its entries still go out in order.
 func (o *Outbox) round(ctx context.Context) {
 	o.mu.Lock()
 	var parts []uint16
@@ -417,13 +429,22 @@ func (o *Outbox) round(ctx context.Context) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for _, peer := range slices.Sorted(maps.Keys(groups)) {
-		if o.busy[peer] {
-			continue
+		limit, probe := o.cfg.PeerConcurrency, false
+		if peer == o.cfg.Self {
+			limit = 1 // Local is this node's own frontier: nothing to wait for, nothing to overlap
 		}
-		if st := o.peers[peer]; st != nil && now.Before(st.until) {
+		if st := o.peers[peer]; st != nil {
+			if now.Before(st.until) {
+				continue
+			}
+			limit, probe = 1, true
+		}
+		free := limit - o.busy[peer]
+		if free <= 0 {
 			continue
 		}
 		var ts []target
+		links := 0
 		for _, t := range groups[peer] {
 			if h, ok := o.holds[t.part]; ok {
 				if h.peer == peer && h.epoch == t.epoch && now.Before(h.until) {
@@ -437,32 +458,75 @@ func (o *Outbox) round(ctx context.Context) {
 				continue
 			}
 			ts = append(ts, t)
+			links += o.queued[t.part]
 		}
 		if len(ts) == 0 {
 			continue
 		}
-		for _, t := range ts {
-			o.claimed[t.part] = true
+		if o.busy[peer] > 0 && links < o.cfg.BatchLinks/4 {
+			// A drain is running: a few links more would go out in a small batch (more
+			// bytes a link); they wait for a quarter batch or the running drain's end.
+			continue
 		}
-		o.busy[peer] = true
-		o.wg.Add(1)
-		go o.drain(ctx, peer, ts)
+		for _, g := range o.split(ts, min(free, len(ts), (links+o.cfg.BatchLinks-1)/o.cfg.BatchLinks)) {
+			for _, t := range g {
+				o.claimed[t.part] = true
+			}
+			o.busy[peer]++
+			o.wg.Add(1)
+			go o.drain(ctx, peer, g, probe)
+		}
 	}
 }
 
+// split deals ts over n drains (n >= 1) so that their queued links are about even:
+// partitions with the most queued links first, each to the drain with the fewest links so
+// far. Each drain's partitions are in partition order. Called with mu held.
+func (o *Outbox) split(ts []target, n int) [][]target {
+	if n <= 1 {
+		return [][]target{ts}
+	}
+	slices.SortStableFunc(ts, func(a, b target) int { return o.queued[b.part] - o.queued[a.part] })
+	out := make([][]target, n)
+	load := make([]int, n)
+	for _, t := range ts {
+		i := 0
+		for j := 1; j < n; j++ {
+			if load[j] < load[i] {
+				i = j
+			}
+		}
+		out[i] = append(out[i], t)
+		load[i] += o.queued[t.part]
+	}
+	for _, g := range out {
+		slices.SortFunc(g, func(a, b target) int { return int(a.part) - int(b.part) })
+	}
+	return out
+}
+
 // drain sends batches of the claimed partitions ts to peer (or to Local when peer is
-// Self) until they are empty, a send fails, or maxBatchesPerDrain batches went out.
-func (o *Outbox) drain(ctx context.Context, peer string, ts []target) {
+// Self) until they are empty, a send fails, a send of another drain of the peer failed, or
+// maxBatchesPerDrain batches went out. A probe (started while the peer has a failed send
+// not yet followed by a success) sends one batch only: its success lets the next round
+// spread the peer's partitions again, its failure backs the peer off further.
+func (o *Outbox) drain(ctx context.Context, peer string, ts []target, probe bool) {
 	defer o.wg.Done()
 	defer func() {
 		o.mu.Lock()
 		for _, t := range ts {
 			o.claimed[t.part] = false
 		}
-		delete(o.busy, peer)
+		if o.busy[peer]--; o.busy[peer] <= 0 {
+			delete(o.busy, peer)
+		}
 		o.mu.Unlock()
 	}()
-	for range maxBatchesPerDrain {
+	batches := maxBatchesPerDrain
+	if probe {
+		batches = 1
+	}
+	for range batches {
 		if ctx.Err() != nil || len(ts) == 0 {
 			return
 		}
@@ -491,14 +555,25 @@ func (o *Outbox) drain(ctx context.Context, peer string, ts []target) {
 		if len(bb.keys) == 0 {
 			return
 		}
+		// Number the send, unless another drain's send failed meanwhile: then only a probe
+		// goes to the peer, after its backoff. Checked with the numbering, under one lock,
+		// so every send numbered after a failure is a probe.
+		o.mu.Lock()
+		if !probe && o.peers[peer] != nil {
+			o.mu.Unlock()
+			return
+		}
+		o.tickets++
+		ticket := o.tickets
+		o.mu.Unlock()
 		refused, err := o.deliver(ctx, peer, bb)
 		if err != nil {
 			if ctx.Err() == nil {
-				o.failed(peer, bb, err)
+				o.failed(peer, bb, err, ticket)
 			}
 			return
 		}
-		o.acked(peer, bb, refused)
+		o.acked(peer, bb, refused, ticket)
 		// Partitions drained by this batch or refused are done for this drain.
 		keep = ts[:0]
 		for _, t := range ts {
@@ -665,8 +740,9 @@ func (o *Outbox) deliver(ctx context.Context, peer string, bb *builtBatch) (map[
 }
 
 // acked deletes the entries of bb except those of refused partitions, and records the
-// refusals as holds.
-func (o *Outbox) acked(peer string, bb *builtBatch, refused map[uint16]bool) {
+// refusals as holds. A send numbered ticket that started after the peer's last failure
+// ends its backoff.
+func (o *Outbox) acked(peer string, bb *builtBatch, refused map[uint16]bool, ticket uint64) {
 	var keys [][]byte
 	counts := make(map[uint16]int)
 	for i, k := range bb.keys {
@@ -704,7 +780,9 @@ func (o *Outbox) acked(peer string, bb *builtBatch, refused map[uint16]bool) {
 		o.uncount(counts)
 		o.counters.corrupt += int64(len(bb.corrupt))
 	}
-	delete(o.peers, peer)
+	if st := o.peers[peer]; st != nil && ticket > st.failTicket {
+		delete(o.peers, peer)
+	}
 	var held []uint16
 	if peer == o.cfg.Self {
 		o.counters.localLinks += int64(sentLinks)
@@ -734,18 +812,27 @@ func (o *Outbox) acked(peer string, bb *builtBatch, refused map[uint16]bool) {
 	}
 }
 
-// failed records a failed send: the peer backs off, the entries stay.
-func (o *Outbox) failed(peer string, bb *builtBatch, err error) {
+// failed records a failed send: the peer backs off, the entries stay. A send numbered
+// ticket that was already in flight when an earlier failure was counted is the same
+// outage: it is counted (Stats.Failures) but takes no further backoff step, so the
+// concurrent drains of one peer back it off once, not PeerConcurrency times.
+func (o *Outbox) failed(peer string, bb *builtBatch, err error, ticket uint64) {
 	now := o.cfg.Now()
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.counters.failures++
 	st := o.peers[peer]
+	if st != nil && ticket <= st.failTicket {
+		o.log.Debug("forward failed while the peer was already backing off", "peer", peer,
+			"links", bb.links, "err", err)
+		return
+	}
 	if st == nil {
 		st = &peerState{}
 		o.peers[peer] = st
 	}
 	st.failures++
+	st.failTicket = o.tickets
 	d := o.backoff(st.failures)
 	st.until = now.Add(d)
 	o.log.Warn("forward failed; backing off", "peer", peer, "links", bb.links,
@@ -803,6 +890,7 @@ type Stats struct {
 	FullRejections    int64                // Add calls refused with ErrFull
 	CorruptDropped    int64                // stored entries that did not decode and were dropped
 	BackingOff        map[string]time.Time // peer -> no send before
+	Drains            map[string]int       // peer -> drains in flight (each sends one batch at a time)
 	RecentCached      int                  // URL hashes in the recent cache
 }
 
@@ -824,6 +912,7 @@ func (o *Outbox) Stats() Stats {
 		FullRejections:    o.counters.full,
 		CorruptDropped:    o.counters.corrupt,
 		BackingOff:        make(map[string]time.Time),
+		Drains:            maps.Clone(o.busy),
 		RecentCached:      o.recent.len(),
 	}
 	for p, n := range o.queued {

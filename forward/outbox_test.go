@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"reflect"
 	"slices"
 	"sync"
@@ -209,6 +210,9 @@ func TestConfigValidate(t *testing.T) {
 		{"batch too big", func(c *Config) { c.BatchLinks = MaxBatchLinks + 1 }, false},
 		{"url bytes too small", func(c *Config) { c.BatchURLBytes = 100 }, false},
 		{"backoff inverted", func(c *Config) { c.BackoffBase, c.BackoffMax = time.Second, time.Millisecond }, false},
+		{"one batch per peer", func(c *Config) { c.PeerConcurrency = 1 }, true},
+		{"negative peer concurrency", func(c *Config) { c.PeerConcurrency = -1 }, false},
+		{"peer concurrency too high", func(c *Config) { c.PeerConcurrency = MaxPeerConcurrency + 1 }, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -224,7 +228,7 @@ func TestConfigValidate(t *testing.T) {
 		})
 	}
 	d := Config{}.WithDefaults()
-	if d.MaxQueued != 5_000_000 || d.BatchLinks != 2000 || d.SendInterval != 200*time.Millisecond || d.RecentCache != 200_000 {
+	if d.MaxQueued != 5_000_000 || d.BatchLinks != 2000 || d.SendInterval != 200*time.Millisecond || d.RecentCache != 200_000 || d.PeerConcurrency != 4 {
 		t.Fatalf("defaults: %+v", d)
 	}
 }
@@ -463,6 +467,151 @@ func TestSendFailureBackoff(t *testing.T) {
 	}
 	if st := o.Stats(); st.Failures != 3 || len(st.BackingOff) != 0 {
 		t.Fatalf("after recovery: failures %d, backing off %v", st.Failures, st.BackingOff)
+	}
+}
+
+// slowPeer is a receiver that holds each acknowledgement for hold, as a node does until
+// its replica round copied the links. It counts the sends in flight at once and fails the
+// test if two in flight carry the same partition (a partition's entries must go out in
+// order, one batch at a time). With fail set, a send fails after the hold, committing
+// nothing.
+type slowPeer struct {
+	ps   *peers
+	hold time.Duration
+	fail atomic.Bool
+
+	mu          sync.Mutex
+	calls       int
+	inFlight    int
+	maxInFlight int
+	parts       map[uint16]bool
+}
+
+func (s *slowPeer) Send(ctx context.Context, peer string, b Batch) error {
+	s.mu.Lock()
+	s.calls++
+	s.inFlight++
+	s.maxInFlight = max(s.maxInFlight, s.inFlight)
+	for _, p := range b.Partitions {
+		if s.parts[p.Partition] {
+			s.ps.t.Errorf("partition %d is in two batches in flight at once", p.Partition)
+		}
+		s.parts[p.Partition] = true
+	}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.inFlight--
+		for _, p := range b.Partitions {
+			delete(s.parts, p.Partition)
+		}
+		s.mu.Unlock()
+	}()
+	select {
+	case <-time.After(s.hold):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if s.fail.Load() {
+		return errors.New("connection reset by peer")
+	}
+	return s.ps.Send(ctx, peer, b)
+}
+
+// state returns the sends so far and in flight now, and the most in flight at once since
+// the last call (then starts counting again from those in flight now).
+func (s *slowPeer) state() (calls, inFlight, maxInFlight int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	calls, inFlight, maxInFlight = s.calls, s.inFlight, s.maxInFlight
+	s.maxInFlight = s.inFlight
+	return calls, inFlight, maxInFlight
+}
+
+// TestPeerConcurrency: a peer that takes 200 ms to acknowledge a batch gets several batches
+// at once (at most PeerConcurrency, never one partition in two), each link exactly once; a
+// failed send backs the peer off for all its drains by one step, then one probe at a time
+// goes out until a send succeeds, and then the batches spread again.
+func TestPeerConcurrency(t *testing.T) {
+	const limit = 3
+	clock := newFakeClock()
+	tab := &table{}
+	tab.setRing([]string{"a"}, 1)
+	sp := &slowPeer{ps: newPeers(t, tab), hold: 200 * time.Millisecond, parts: map[uint16]bool{}}
+	o := newOutbox(t, Config{DB: memDB(t), OwnerOf: tab.OwnerOf, Send: sp.Send, Now: clock.Now,
+		BatchLinks: 100, PeerConcurrency: limit, BackoffBase: 100 * time.Millisecond, BackoffMax: time.Second})
+	links := simLinks(3000, 300, 17) // over most of the 271 partitions
+	if err := o.Add(links[:1500]); err != nil {
+		t.Fatal(err)
+	}
+	begin := time.Now()
+	start(t, o)
+	waitFor(t, "first half delivered", 20*time.Second, func() bool { return o.Queued() == 0 })
+	elapsed := time.Since(begin)
+	calls, _, most := sp.state()
+	t.Logf("1500 links in %d batches in %v, at most %d in flight", calls, elapsed.Round(time.Millisecond), most)
+	if most < 2 || most > limit {
+		t.Fatalf("at most %d batches in flight at once, want 2..%d", most, limit)
+	}
+
+	// The peer fails: every drain stops, and the concurrent failures are one backoff step.
+	sp.fail.Store(true)
+	if err := o.Add(links[1500:]); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a failed send", 5*time.Second, func() bool { return o.Stats().Failures > 0 })
+	waitFor(t, "drains stopped", 5*time.Second, func() bool {
+		_, inFlight, _ := sp.state()
+		return inFlight == 0 && len(o.Stats().Drains) == 0
+	})
+	calls, _, most = sp.state()
+	st := o.Stats()
+	if most > limit || st.Queued != 1500 {
+		t.Fatalf("%d sends in flight at once, %d queued (want at most %d, 1500)", most, st.Queued, limit)
+	}
+	if d := st.BackingOff["a"].Sub(clock.Now()); d < 100*time.Millisecond || d > 125*time.Millisecond {
+		t.Fatalf("backoff %v after %d failures in flight together, want one step (100..125ms)", d, st.Failures)
+	}
+	time.Sleep(100 * time.Millisecond) // 20 send intervals on the real clock; the fake one stands still
+	if c, _, _ := sp.state(); c != calls {
+		t.Fatalf("%d sends to a peer backing off", c-calls)
+	}
+
+	// The backoff ends: one probe, which fails, and the backoff grows by one step.
+	failures := st.Failures
+	clock.Advance(130 * time.Millisecond)
+	waitFor(t, "the probe", 5*time.Second, func() bool { return o.Stats().Failures == failures+1 })
+	waitFor(t, "the probe's drain", 5*time.Second, func() bool { return len(o.Stats().Drains) == 0 })
+	time.Sleep(50 * time.Millisecond)
+	c, _, most := sp.state()
+	if c != calls+1 || most != 1 {
+		t.Fatalf("%d sends, at most %d in flight while probing a failing peer, want 1 and 1", c-calls, most)
+	}
+	st = o.Stats()
+	if d := st.BackingOff["a"].Sub(clock.Now()); d < 200*time.Millisecond || d > 250*time.Millisecond {
+		t.Fatalf("backoff %v after a failed probe, want the second step (200..250ms)", d)
+	}
+
+	// The peer is back: the probe succeeds and the batches spread again.
+	sp.fail.Store(false)
+	clock.Advance(300 * time.Millisecond)
+	waitFor(t, "second half delivered", 20*time.Second, func() bool { return o.Queued() == 0 })
+	if _, _, most := sp.state(); most < 2 || most > limit {
+		t.Fatalf("at most %d batches in flight after recovery, want 2..%d", most, limit)
+	}
+	sp.ps.mu.Lock()
+	got := maps.Clone(sp.ps.got["a"])
+	sp.ps.mu.Unlock()
+	if len(got) != len(links) {
+		t.Fatalf("delivered %d distinct links, want %d", len(got), len(links))
+	}
+	for _, l := range links {
+		if got[l.URL] != 1 {
+			t.Fatalf("%s delivered %d times", l.URL, got[l.URL])
+		}
+	}
+	if st := o.Stats(); len(st.BackingOff) != 0 || st.SentLinks != int64(len(links)) {
+		t.Fatalf("after recovery: backing off %v, sent %d links", st.BackingOff, st.SentLinks)
 	}
 }
 
