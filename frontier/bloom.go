@@ -2,6 +2,7 @@ package frontier
 
 import (
 	"errors"
+	"fmt"
 	"math"
 
 	"github.com/bits-and-blooms/bloom/v3"
@@ -34,6 +35,9 @@ type seenBloom struct {
 	// when a sub-filter becomes due and none runs. running: one runs; stopped: Close.
 	spawn            func()
 	running, stopped bool
+	// idxMin: with a seen index (a run per sub-filter, rebuilt with it), the least number
+	// of URLs added since a run was built that makes its sub-filter due; 0 without one.
+	idxMin uint
 }
 
 type bloomSub struct {
@@ -44,7 +48,10 @@ type bloomSub struct {
 	// replayed into the new filter before it replaces bf.
 	rebuilding bool
 	log        [][16]byte
-	due        bool // n > cap: waiting for the rebuild goroutine
+	due        bool // overdue: waiting for the rebuild goroutine
+	// With a seen index: runN is the size of the sub-filter's run, fresh the URLs added
+	// since its snapshot (an upper bound).
+	runN, fresh uint
 }
 
 func newSeenBloom(expected uint, fp float64) *seenBloom {
@@ -67,10 +74,17 @@ func (sb *seenBloom) add(h [16]byte) {
 	if s.rebuilding {
 		s.log = append(s.log, h)
 	}
-	if s.n > s.cap && !s.due {
+	s.fresh++
+	if !s.due && sb.overdue(s) {
 		s.due = true
 		sb.wake()
 	}
+}
+
+// overdue: the sub-filter holds more URLs than it was sized for, or (with a seen index)
+// its run misses more than max(1/8 of its size, idxMin) of them.
+func (sb *seenBloom) overdue(s *bloomSub) bool {
+	return s.n > s.cap || sb.idxMin > 0 && s.fresh > max(s.runN/8, sb.idxMin)
 }
 
 // wake starts the grow goroutine unless it runs or the frontier is closed. Under bloomMu.
@@ -109,6 +123,20 @@ func (f *Frontier) buildBloom(seen int) error {
 		sb.subs[i].bf = bloom.NewWithEstimates(per, sb.fp)
 		sb.subs[i].cap = per
 	}
+	// The seen index's runs come from the same scan (writers before the snapshot).
+	var ws []*idxWriter
+	if f.idx != nil {
+		for range bloomSubs {
+			w, err := f.idx.writer(8 << 10)
+			if err != nil {
+				for _, w := range ws {
+					w.abort()
+				}
+				return fmt.Errorf("seen index: %w", err)
+			}
+			ws = append(ws, w)
+		}
+	}
 	err := f.db.View(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{famSeen}})
 		defer it.Close()
@@ -117,12 +145,35 @@ func (f *Frontier) buildBloom(seen int) error {
 			if k := it.Item().Key(); len(k) == 19 {
 				copy(h[:], k[3:])
 				sb.add(h)
+				if ws != nil {
+					ws[k[3]].add(k)
+				}
 			}
 		}
 		return nil
 	})
 	if err != nil {
+		for _, w := range ws {
+			w.abort()
+		}
 		return err
+	}
+	for i, w := range ws {
+		run, err := w.finish()
+		if err != nil {
+			for _, w := range ws[i+1:] {
+				w.abort()
+			}
+			return fmt.Errorf("seen index: %w", err)
+		}
+		f.idx.install(byte(i), run)
+		sb.subs[i].runN = uint(run.n)
+	}
+	if f.idx != nil {
+		sb.idxMin = idxMinStale // from now on: every run holds its sub-filter's URLs
+	}
+	for i := range sb.subs {
+		sb.subs[i].fresh = 0
 	}
 	f.bloomStop = make(chan struct{})
 	sb.spawn = func() {
@@ -198,6 +249,7 @@ func (f *Frontier) growSub(i byte) (err error) {
 	f.bloomMu.Lock()
 	s.rebuilding, s.log = true, nil
 	size := sb.size(s.n)
+	runN := s.runN
 	f.bloomMu.Unlock()
 	defer func() {
 		if err != nil {
@@ -212,6 +264,21 @@ func (f *Frontier) growSub(i byte) (err error) {
 	}
 	nf := bloom.NewWithEstimates(size, sb.fp)
 	var n uint
+	// The sub-filter's seen-index run comes from the same scan; its writer is made before
+	// the snapshot is taken (seenIndex.writer reads the drop count).
+	var w *idxWriter
+	if f.idx != nil {
+		if w, err = f.idx.writer(64 << 10); err != nil {
+			f.log.Warn("seen index run not rebuilt", "sub", i, "err", err)
+			w, err = nil, nil
+		} else {
+			defer func() {
+				if w != nil {
+					w.abort()
+				}
+			}()
+		}
+	}
 	txn := f.db.NewTransaction(false)
 	defer txn.Discard()
 	it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{famSeen}})
@@ -242,6 +309,9 @@ scan:
 			continue
 		}
 		nf.Add(k[3:])
+		if w != nil {
+			w.add(k)
+		}
 		n++
 		if n%4096 == 0 {
 			select {
@@ -255,6 +325,16 @@ scan:
 	if f.bloomHook != nil {
 		f.bloomHook("scanned", i)
 	}
+	if w != nil {
+		run, werr := w.finish()
+		w = nil
+		if werr != nil {
+			f.log.Warn("seen index run not rebuilt", "sub", i, "err", werr)
+		} else {
+			f.idx.install(i, run)
+			runN = uint(run.n)
+		}
+	}
 	f.bloomMu.Lock()
 	for _, h := range s.log {
 		nf.Add(h[:])
@@ -262,8 +342,11 @@ scan:
 	// A hash both in the snapshot and in the log counts twice: n only ever overcounts.
 	n += uint(len(s.log))
 	s.bf, s.cap, s.n = nf, size, n
+	// A run not rebuilt (write error) keeps its old one and is tried again once as many
+	// URLs were added again (no retry loop on a failing disk).
+	s.runN, s.fresh = runN, uint(len(s.log))
 	s.rebuilding, s.log = false, nil
-	s.due = s.n > s.cap // the worker loops on to it
+	s.due = sb.overdue(s) // the worker loops on to it
 	f.bloomMu.Unlock()
 	return nil
 }

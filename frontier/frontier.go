@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -133,9 +134,13 @@ type Stats struct {
 	// BloomFill is the share of the filter's bits set (its false-positive rate grows with
 	// it; the filter is rebuilt larger when the seen count passes its size).
 	BloomFill float64
-	// BloomChecks counts "maybe seen" answers confirmed against Badger; BloomFalsePositives
-	// those Badger answered "new" (a false positive costs a lookup, never a URL).
+	// BloomChecks counts "maybe seen" answers confirmed against the exact keys (Badger, or
+	// the seen index's copy of them); BloomFalsePositives those Badger answered "new" (a
+	// false positive costs a lookup, never a URL).
 	BloomChecks, BloomFalsePositives int64
+	// SeenIndexHits counts the BloomChecks that the seen index answered without a Badger
+	// read (Config.SeenIndexDir).
+	SeenIndexHits int64
 }
 
 type item struct {
@@ -235,6 +240,7 @@ type Frontier struct {
 	moving     bool
 
 	cache *seenCache // nil when disabled
+	idx   *seenIndex // seenindex.go; nil without Config.SeenIndexDir
 
 	afterAddCommit func() // test hook: runs between Add's commit and its in-memory insert
 	// bloomHook is a test hook: growSub calls it once its log has started ("logging") and
@@ -250,6 +256,7 @@ type Frontier struct {
 
 	bloomFalsePos atomic.Int64 // Bloom said "maybe", Badger said "new"
 	bloomChecks   atomic.Int64 // Bloom said "maybe" and Badger was asked
+	idxHits       atomic.Int64 // of those, answered by the seen index's runs
 }
 
 // Open builds a Frontier over cfg.DB: it loads host state and counters, counts queued,
@@ -277,6 +284,12 @@ func Open(cfg Config) (*Frontier, error) {
 	f.limits.Store(&trapLimits{cfg.MaxDepth, cfg.MaxURLLength, cfg.MaxRepeatedSegments, cfg.MaxQueryParams})
 	if cfg.SeenCacheSize > 0 {
 		f.cache = newSeenCache(cfg.SeenCacheSize)
+	}
+	if cfg.SeenIndexDir != "" {
+		if err := os.MkdirAll(cfg.SeenIndexDir, 0o755); err != nil {
+			return nil, fmt.Errorf("frontier: open: seen index: %w", err)
+		}
+		f.idx = newSeenIndex(cfg.SeenIndexDir)
 	}
 	var maxSeq uint64
 	err := f.db.View(func(txn *badger.Txn) error {
@@ -824,6 +837,32 @@ func (f *Frontier) confirm(items []prep) error {
 	}
 	if !need {
 		return nil
+	}
+	if f.idx != nil {
+		// The seen index's runs first: a key found there is a committed seen key (one
+		// pread); one not found may be newer than its run, so Badger is asked.
+		need = false
+		buf := make([]byte, idxBlock)
+		for i := range items {
+			if !items[i].maybe {
+				continue
+			}
+			ok, err := f.idx.has(items[i].part, items[i].hash, buf)
+			if err != nil {
+				f.log.Warn("seen index read failed (Badger asked)", "err", err)
+			}
+			if ok {
+				f.bloomChecks.Add(1)
+				f.idxHits.Add(1)
+				items[i].seen, items[i].maybe = true, false
+				f.cache.add(items[i].hash)
+				continue
+			}
+			need = true
+		}
+		if !need {
+			return nil
+		}
 	}
 	return f.db.View(func(txn *badger.Txn) error {
 		var k [19]byte
@@ -1786,6 +1825,7 @@ func (f *Frontier) Stats() Stats {
 	f.fillMu.Unlock()
 	f.bloomMu.RUnlock()
 	s.BloomChecks, s.BloomFalsePositives = f.bloomChecks.Load(), f.bloomFalsePos.Load()
+	s.SeenIndexHits = f.idxHits.Load()
 	return s
 }
 
@@ -1875,6 +1915,7 @@ func (f *Frontier) Close() error {
 	}
 	f.mu.Unlock()
 	f.stopBloom()
+	f.idx.close()
 	if len(names) > 0 {
 		if err := f.persistHosts(names...); err != nil {
 			return fmt.Errorf("frontier: close: %w", err)

@@ -1004,6 +1004,7 @@ func (f *Frontier) DropPartition(p uint16) error {
 	}
 	done := dels[:min(b.commited, len(dels))]
 	f.cache.reset()
+	f.idx.drop(p) // after the commit: runs read before it no longer answer for p
 
 	f.mu.Lock()
 	defer f.mu.Unlock()

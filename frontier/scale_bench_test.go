@@ -91,7 +91,8 @@ func BenchmarkSeenSetScale(b *testing.B) {
 		trim.Start(time.Second)
 		defer trim.Stop()
 	}
-	f, err := Open(Config{DB: db, DefaultDelaySet: true, MaxPagesPerHost: -1, GeneratedBudget: -1})
+	f, err := Open(Config{DB: db, DefaultDelaySet: true, MaxPagesPerHost: -1, GeneratedBudget: -1,
+		SeenIndexDir: b.TempDir()}) // as a node has
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/crawlnode/crawlnode/internal/badgermem"
 	"github.com/dgraph-io/badger/v4"
 )
 
@@ -12,13 +13,15 @@ import (
 // with a given share of cold links. Hot links are the repeated ones (navigation, footers,
 // the pages of hosts being crawled: 20,000 URLs that the seen cache holds); cold links are
 // seen URLs drawn uniformly from the whole seen set (300,000 URLs on an on-disk Badger
-// with the node's options), which the cache (default size) mostly does not hold, so the
-// Bloom filter says "maybe" and Badger confirms. Published URL-cache studies (Broder et
+// with the node's options, badgermem.Options), which the cache (default size) mostly does
+// not hold, so the Bloom filter says "maybe" and the seen index (or Badger) confirms. Published URL-cache studies (Broder et
 // al., "Efficient URL caching for World Wide Web crawling", 2003) see 80-85% of a crawl's
 // link checks hit a cache of 2^16-2^18 entries: cold 15-20% is the realistic range, 0% and 5%
 // bound it. Batches of 100 candidates with their host set, as the crawl loop sends them.
-// Reported: checks/s, cpu-ns/op and checks per CPU-second (the "per core"), and
-// confirms/op, the share of checks that went to Badger.
+// The frontier has a seen index (Config.SeenIndexDir), as a node's has.
+// Reported: checks/s, cpu-ns/op and checks per CPU-second (the "per core"),
+// confirms/op, the share of checks that needed a confirmation, and idxhits/op, the share
+// that the seen index confirmed (the rest read Badger).
 //
 //	go test -run '^$' -bench SeenCheckMix -benchtime 1000000x ./frontier/
 func BenchmarkSeenCheckMix(b *testing.B) {
@@ -28,14 +31,13 @@ func BenchmarkSeenCheckMix(b *testing.B) {
 	)
 	dir := b.TempDir()
 	open := func() *badger.DB {
-		db, err := badger.Open(badger.DefaultOptions(dir).WithLogger(nil).WithNumVersionsToKeep(1).
-			WithMemTableSize(32 << 20).WithBlockCacheSize(64 << 20).WithIndexCacheSize(32 << 20))
+		db, err := badger.Open(badgermem.Options(dir))
 		if err != nil {
 			b.Fatal(err)
 		}
 		return db
 	}
-	cfg := Config{DefaultDelaySet: true, MaxPagesPerHost: -1, GeneratedBudget: -1}
+	cfg := Config{DefaultDelaySet: true, MaxPagesPerHost: -1, GeneratedBudget: -1, SeenIndexDir: b.TempDir()}
 	url := func(i int) Candidate {
 		h := fmt.Sprintf("host%d.mix.test", i%5000)
 		return Candidate{URL: fmt.Sprintf("http://%s/section/%d/page-%d.html", h, i%97, i), Host: h, Depth: 2}
@@ -82,7 +84,7 @@ func BenchmarkSeenCheckMix(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			checks0 := f.Stats().BloomChecks
+			st0 := f.Stats()
 			b.ReportAllocs()
 			b.ResetTimer()
 			cpu0 := cpuTime()
@@ -98,7 +100,9 @@ func BenchmarkSeenCheckMix(b *testing.B) {
 			b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "checks/s")
 			b.ReportMetric(float64(b.N)/cpu.Seconds(), "checks/cpu-s")
-			b.ReportMetric(float64(f.Stats().BloomChecks-checks0)/float64(b.N), "confirms/op")
+			st := f.Stats()
+			b.ReportMetric(float64(st.BloomChecks-st0.BloomChecks)/float64(b.N), "confirms/op")
+			b.ReportMetric(float64(st.SeenIndexHits-st0.SeenIndexHits)/float64(b.N), "idxhits/op")
 		})
 	}
 }

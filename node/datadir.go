@@ -44,6 +44,10 @@ func (d *DataDir) BadgerDir() string { return filepath.Join(d.Path, "badger") }
 func (d *DataDir) WARCDir() string   { return filepath.Join(d.Path, "warc") }
 func (d *DataDir) CorpusDir() string { return filepath.Join(d.Path, "corpus") }
 
+// SeenIndexDir holds the frontier's seen-index files while the node runs (unlinked while
+// open, so it stays empty; rebuilt from Badger at every start).
+func (d *DataDir) SeenIndexDir() string { return filepath.Join(d.Path, "seenidx") }
+
 // CheckDataDir validates an existing data directory without writing anything. A missing
 // or empty directory is fine (it will be created). wantNode, when set, must match the name
 // recorded in the directory.

@@ -341,6 +341,7 @@ func New(cfg Config) (*Node, error) {
 	delay := cfg.Delay
 	n.front, err = frontier.Open(frontier.Config{
 		DB:              n.db,
+		SeenIndexDir:    dir.SeenIndexDir(),
 		Now:             cfg.Now,
 		PartitionOf:     ring.PartitionOf,
 		PerHost:         cfg.PerHost,

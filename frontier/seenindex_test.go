@@ -1,0 +1,125 @@
+package frontier
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// Cold confirmations stay exact: with a seen cache too small to hold anything for long and
+// a Bloom filter that says "maybe" for most new URLs, every URL added long ago (before a
+// restart, so in the seen index's runs, and after it, so only in Badger) is reported seen,
+// and no URL never added is, with and without the seen index. A partition dropped after
+// the runs were built is no longer seen through them.
+func TestColdConfirmationsExact(t *testing.T) {
+	for _, withIndex := range []bool{false, true} {
+		t.Run(fmt.Sprintf("index=%v", withIndex), func(t *testing.T) {
+			dir := t.TempDir()
+			db := openDB(t, dir)
+			cfg := Config{DB: db, DefaultDelaySet: true, MaxPagesPerHost: -1, GeneratedBudget: -1,
+				ExpectedURLs: 16, BloomFPRate: 0.9, SeenCacheSize: 16,
+				// partition = the host's leading digit: "3x.test" is in partition 3
+				PartitionOf: func(h string) uint16 { return uint16(h[0] - '0') }}
+			if withIndex {
+				cfg.SeenIndexDir = t.TempDir()
+			}
+			old := func(i int) Candidate { // added before the restart
+				return u(fmt.Sprintf("%dold.test", i%8), fmt.Sprintf("/o/%d", i))
+			}
+			later := func(i int) Candidate { // added after it
+				return u(fmt.Sprintf("%dlater.test", i%8), fmt.Sprintf("/l/%d", i))
+			}
+			never := func(i int) Candidate {
+				return u(fmt.Sprintf("%dnew.test", i%8), fmt.Sprintf("/n/%d", i))
+			}
+			const nOld, nLater, nNew = 6000, 2000, 3000
+			f := openF(t, cfg)
+			addInBatches(t, f, nOld, old)
+			if err := f.Close(); err != nil {
+				t.Fatal(err)
+			}
+			f = openF(t, cfg) // runs built from the seen keys, cache empty
+			addInBatches(t, f, nLater, later)
+
+			// Partition 7 is dropped: its URLs are new again.
+			if err := f.DropPartition(7); err != nil {
+				t.Fatal(err)
+			}
+			st0 := f.Stats()
+			var batch []Candidate
+			wantSeen, wantNew := 0, 0
+			check := func() {
+				r := mustAdd(t, f, batch...)
+				if r.AlreadySeen != wantSeen || r.Added != wantNew {
+					t.Fatalf("already seen %d, added %d; want %d, %d (rejected %v)", r.AlreadySeen, r.Added, wantSeen, wantNew, r.Rejected)
+				}
+				batch, wantSeen, wantNew = batch[:0], 0, 0
+			}
+			for i := 0; i < max(nOld, nLater, nNew); i++ {
+				for _, c := range []struct {
+					ok   bool
+					cand Candidate
+					seen bool
+				}{{i < nOld, old(i), true}, {i < nLater, later(i), true}, {i < nNew, never(i), false}} {
+					if !c.ok {
+						continue
+					}
+					batch = append(batch, c.cand)
+					if c.seen && !strings.HasPrefix(c.cand.URL, "http://7") {
+						wantSeen++
+					} else {
+						wantNew++
+					}
+				}
+				if len(batch) >= 90 {
+					check()
+				}
+			}
+			check()
+			st := f.Stats()
+			if fp := st.BloomFalsePositives - st0.BloomFalsePositives; fp < nNew/2 {
+				t.Fatalf("only %d Bloom false positives: the filter is not stressed", fp)
+			}
+			if hits := st.SeenIndexHits - st0.SeenIndexHits; withIndex && hits < nOld/2 || !withIndex && hits != 0 {
+				t.Fatalf("%d confirmations by the seen index", hits)
+			}
+		})
+	}
+}
+
+// Runs are rebuilt as URLs are added (an eighth of a run's size, at least idxMin per
+// sub-filter), and a rebuilt run answers for the URLs added since Open.
+func TestSeenIndexRebuiltAsURLsAreAdded(t *testing.T) {
+	cfg := Config{DB: openDB(t, t.TempDir()), DefaultDelaySet: true, MaxPagesPerHost: -1, GeneratedBudget: -1,
+		ExpectedURLs: 1 << 20, SeenCacheSize: -1, SeenIndexDir: t.TempDir(),
+		PartitionOf: func(string) uint16 { return 0 }}
+	f := openF(t, cfg)
+	f.bloomMu.Lock()
+	f.bloom.idxMin = 8 // idxMinStale would need 256k URLs
+	f.bloomMu.Unlock()
+	url := func(i int) Candidate { return u(fmt.Sprintf("h%d.test", i%50), fmt.Sprintf("/p/%d", i)) }
+	const n = 20_000
+	addInBatches(t, f, n, url)
+	f.bloomWG.Wait() // the rebuild goroutine, when it is running
+	runs := 0
+	for i := range bloomSubs {
+		runs += f.idx.entries(byte(i))
+	}
+	if runs < n/2 {
+		t.Fatalf("runs hold %d of %d URLs", runs, n)
+	}
+	st0 := f.Stats()
+	var batch []Candidate
+	for i := 0; i < n; i += 7 {
+		batch = append(batch, url(i))
+	}
+	for i := 0; i < len(batch); i += 100 {
+		r := mustAdd(t, f, batch[i:min(i+100, len(batch))]...)
+		if r.Added != 0 {
+			t.Fatalf("%+v", r)
+		}
+	}
+	if hits := f.Stats().SeenIndexHits - st0.SeenIndexHits; hits < int64(len(batch))/2 {
+		t.Fatalf("%d of %d confirmed by the seen index", hits, len(batch))
+	}
+}
