@@ -177,10 +177,11 @@ func ProcStatus(field string) int64 {
 const DefaultFileBudget = 256 << 20
 
 // Options are the Badger options of a node's database at dir: bounded memtables (a 32 MiB
-// one being written and at most two waiting for their flush), a 64 MiB block cache and a
-// 32 MiB cache of table indexes and Bloom filters (so those do not grow with the data:
-// without an index cache Badger keeps every table's index in memory), 256 MiB value log
-// files.
+// one being written and at most two waiting for their flush), a 64 MiB block cache and
+// 256 MiB value log files. The 32 MiB index cache is set but, in Badger v4.9.6, used only
+// for encrypted tables: an unencrypted table's index and Bloom filter are read in place
+// from its memory-mapped file, so they are file-backed pages, which Trimmer bounds, not
+// heap.
 func Options(dir string) badger.Options {
 	return badger.DefaultOptions(dir).
 		WithLogger(nil).
