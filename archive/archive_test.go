@@ -914,8 +914,9 @@ func storedOnly(t *testing.T, m []byte) bool {
 }
 
 // TestCompressedPayloadStored: a response whose payload arrived compressed (Content-Encoding,
-// or a compressed media type) is written as stored deflate blocks (deflating it again costs
-// CPU for nothing) and reads back byte for byte; text still compresses.
+// or a compressed media type, as CompressedPayload judges them) is written as stored deflate
+// blocks (deflating it again costs CPU for nothing) and reads back byte for byte; text still
+// compresses.
 func TestCompressedPayloadStored(t *testing.T) {
 	dir := t.TempDir()
 	w := mustOpen(t, testConfig(dir))
@@ -924,28 +925,36 @@ func TestCompressedPayloadStored(t *testing.T) {
 	zw := gzip.NewWriter(&zb)
 	zw.Write(text)
 	zw.Close()
+	// encoding and media type as the fetcher parsed them from the header.
 	cases := []struct {
-		hdr    string
-		body   []byte
-		stored bool
+		encoding, mediaType string
+		body                []byte
+		stored              bool
 	}{
-		{"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Encoding: gzip\r\n", zb.Bytes(), true},
-		{"HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-encoding:  br \r\n", body(3, 20000), true},
-		{"HTTP/1.1 200 OK\r\nContent-Type: image/jpeg\r\n", body(5, 20000), true},
-		// The header decides, not the bytes (a flate encoder stores incompressible bytes by
+		{"gzip", "text/html", zb.Bytes(), true},
+		{" br ", "text/html", body(3, 20000), true},
+		{"", "image/jpeg", body(5, 20000), true},
+		// The flag decides, not the bytes (a flate encoder stores incompressible bytes by
 		// itself, after spending the CPU to find out): these would compress well.
-		{"HTTP/1.1 200 OK\r\nContent-Type: image/webp; q=1\r\n", text, true},
-		{"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Encoding: zstd\r\n", text, true},
-		{"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n", text, false},
-		{"HTTP/1.1 200 OK\r\nContent-Type: image/svg+xml\r\n", text, false},
-		{"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Encoding: identity\r\n", text, false},
-		{"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Encoding: gzip\r\n", zb.Bytes()[:100], false}, // small: headers weigh more
+		{"", "image/webp", text, true},
+		{"zstd", "text/html", text, true},
+		{"", "application/zip", text, true},
+		{"", "text/html", text, false},
+		{"", "image/svg+xml", text, false},
+		{"", "image/bmp", text, false},
+		{"identity", "text/html", text, false},
+		{"gzip", "text/html", zb.Bytes()[:100], false}, // small: the headers weigh more
 	}
 	var ws []written
 	for i, c := range cases {
+		hdr := "HTTP/1.1 200 OK\r\nContent-Type: " + c.mediaType + "\r\n"
+		if c.encoding != "" {
+			hdr += "Content-Encoding: " + c.encoding + "\r\n"
+		}
 		ex := Exchange{URL: fmt.Sprintf("http://example.test/c%d", i), Date: t0, IP: "127.0.0.1",
 			Request:        []byte("GET / HTTP/1.1\r\nHost: example.test\r\n\r\n"),
-			ResponseHeader: []byte(c.hdr), ResponseBody: c.body}
+			ResponseHeader: []byte(hdr), ResponseBody: c.body,
+			PayloadCompressed: CompressedPayload(c.encoding, c.mediaType)}
 		loc, d, err := w.WriteExchange(ex)
 		if err != nil {
 			t.Fatal(i, err)
@@ -963,7 +972,7 @@ func TestCompressedPayloadStored(t *testing.T) {
 	for i, x := range ws {
 		m := data[x.loc.Offset : x.loc.Offset+x.loc.Length]
 		if got := storedOnly(t, m); got != cases[i].stored {
-			t.Errorf("case %d (%q): stored %v, want %v (member %d bytes for a %d-byte payload)", i, cases[i].hdr, got, cases[i].stored, len(m), len(x.ex.ResponseBody))
+			t.Errorf("case %d (%q, %q): stored %v, want %v (member %d bytes for a %d-byte payload)", i, cases[i].encoding, cases[i].mediaType, got, cases[i].stored, len(m), len(x.ex.ResponseBody))
 		}
 		r, err := ReadResponse(dir, x.loc)
 		if err != nil {

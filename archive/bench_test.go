@@ -80,6 +80,7 @@ func BenchmarkWriteCompressedPayload(b *testing.B) {
 		zw.Close()
 		ex.ResponseHeader = append(ex.ResponseHeader[:len(ex.ResponseHeader):len(ex.ResponseHeader)], "\r\nContent-Encoding: gzip"...)
 		ex.ResponseBody = zb.Bytes()
+		ex.PayloadCompressed = CompressedPayload("gzip", "text/html")
 		pages[i] = ex
 		size += zb.Len()
 	}

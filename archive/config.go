@@ -45,9 +45,9 @@ type Config struct {
 	// CompressionLevel is the gzip level of each record member (klauspost/compress/gzip levels,
 	// 1 = fastest .. 9 = smallest). Default gzip.BestSpeed (1): about 3x the throughput of level 6
 	// for 10-15% larger files on HTML, and compression is the main CPU cost of this package.
-	// A response whose payload arrived compressed (Content-Encoding, or a compressed media
-	// type such as JPEG or ZIP) is written as stored deflate blocks whatever the level: see
-	// compressedPayload.
+	// A response whose payload arrived compressed (Exchange.PayloadCompressed: a
+	// Content-Encoding, or a compressed media type such as JPEG or ZIP) is written as stored
+	// deflate blocks whatever the level: see CompressedPayload.
 	CompressionLevel int
 
 	// Now is the clock used for file names, the warcinfo date and exchanges without a Date.

@@ -45,6 +45,11 @@ type Exchange struct {
 	// needed it anyway; the writer then hashes the body once (for WARC-Block-Digest) instead
 	// of twice. Empty: the writer computes it.
 	PayloadDigest string
+
+	// PayloadCompressed says ResponseBody is compressed already (CompressedPayload of its
+	// Content-Encoding and media type, which the fetcher has parsed): the response record is
+	// then written with stored deflate blocks instead of deflated again.
+	PayloadCompressed bool
 }
 
 // Revisit profiles (WARC 1.1).
@@ -170,59 +175,26 @@ func withHeaderEnd(h []byte) []byte {
 // rather than compressed: below it the HTTP and WARC headers, which do compress, weigh more.
 const minStoredPayload = 2048
 
-// compressedPayload reports whether an HTTP response's payload is compressed already: a
-// Content-Encoding other than identity (gzip, br, deflate, zstd: what servers send to a
-// crawler that asks for them, and what most HTML on the web arrives as) or a media type that
-// is a compressed format. Deflating such a payload again costs as much CPU as text (the
+// CompressedPayload reports whether an HTTP payload with this Content-Encoding value and
+// media type (lower case, no parameters, as fetch.Response.ContentType has it) is compressed
+// already: a Content-Encoding other than identity (gzip, br, deflate, zstd: what servers send
+// to a crawler that asks for them, and what most HTML on the web arrives as) or a media type
+// that is a compressed format. Deflating such a payload again costs as much CPU as text (the
 // encoder still hashes every position) and saves next to nothing, so its record member is
-// written with stored deflate blocks: still one gzip member per record, readable by every
-// WARC tool, at the cost of leaving the few hundred bytes of headers uncompressed.
-func compressedPayload(hdr []byte, payload int) bool {
-	if payload < minStoredPayload {
-		return false
+// written with stored deflate blocks (Exchange.PayloadCompressed): still one gzip member per
+// record, readable by every WARC tool, at the cost of leaving the few hundred bytes of
+// headers uncompressed.
+func CompressedPayload(contentEncoding, mediaType string) bool {
+	if e := strings.TrimSpace(contentEncoding); e != "" && !strings.EqualFold(e, "identity") {
+		return true
 	}
-	lines := hdr
-	if i := bytes.IndexByte(lines, '\n'); i >= 0 {
-		lines = lines[i+1:] // skip the status line
-	}
-	for len(lines) > 0 {
-		line := lines
-		rest := []byte(nil)
-		if i := bytes.IndexByte(lines, '\n'); i >= 0 {
-			line, rest = lines[:i], lines[i+1:]
-		}
-		lines = rest
-		line = bytes.TrimRight(line, "\r")
-		if len(line) == 0 {
-			break // end of the header
-		}
-		colon := bytes.IndexByte(line, ':')
-		if colon <= 0 {
-			continue
-		}
-		name, value := line[:colon], bytes.TrimSpace(line[colon+1:])
-		switch {
-		case bytes.EqualFold(name, []byte("Content-Encoding")):
-			if len(value) > 0 && !bytes.EqualFold(value, []byte("identity")) {
-				return true
-			}
-		case bytes.EqualFold(name, []byte("Content-Type")):
-			if compressedMediaType(value) {
-				return true
-			}
-		}
-	}
-	return false
+	return compressedMediaType(mediaType)
 }
 
-// compressedMediaType reports whether a Content-Type value names a format whose bytes are
+// compressedMediaType reports whether a media type names a format whose bytes are
 // compressed already (images, audio, video, archives). SVG and other XML-based image types
 // are text and stay compressed by gzip.
-func compressedMediaType(v []byte) bool {
-	if i := bytes.IndexByte(v, ';'); i >= 0 {
-		v = v[:i]
-	}
-	t := strings.ToLower(string(bytes.TrimSpace(v)))
+func compressedMediaType(t string) bool {
 	switch {
 	case strings.HasSuffix(t, "+xml"), t == "image/bmp", t == "image/x-icon", t == "image/vnd.microsoft.icon", t == "audio/wav", t == "audio/x-wav":
 		return false
@@ -374,7 +346,7 @@ func PayloadDigest(body []byte) string {
 // warcinfo record with WARC-Warcinfo-ID. Pure apart from the record ids it draws.
 //
 // store, when not nil, is a writer at gzip.NoCompression: the response record goes through it
-// instead of gz when its payload is compressed already (see compressedPayload).
+// instead of gz when ex.PayloadCompressed (and the payload is past minStoredPayload).
 func encodeExchange(buf *bytes.Buffer, gz, store *gzip.Writer, ex *Exchange, ref *Revisit, infoID string, now func() time.Time) (*encoded, error) {
 	date := ex.Date
 	if date.IsZero() {
@@ -410,7 +382,7 @@ func encodeExchange(buf *bytes.Buffer, gz, store *gzip.Writer, ex *Exchange, ref
 	enc.mainOff = int64(buf.Len())
 	if ref == nil {
 		rgz := gz
-		if store != nil && compressedPayload(hdr, len(ex.ResponseBody)) {
+		if store != nil && ex.PayloadCompressed && len(ex.ResponseBody) >= minStoredPayload {
 			rgz = store
 		}
 		pd, err := encodeRecord(buf, rgz, rtResponse, fields, ex.PayloadDigest, hdr, ex.ResponseBody)

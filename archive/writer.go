@@ -81,7 +81,7 @@ type Writer struct {
 
 	gzPool sync.Pool
 	// storePool holds writers at gzip.NoCompression for responses whose payload is
-	// compressed already (compressedPayload).
+	// compressed already (Exchange.PayloadCompressed).
 	storePool sync.Pool
 	bufPool   sync.Pool
 
@@ -396,7 +396,7 @@ func (w *Writer) write(ex *Exchange, ref *Revisit) (Location, string, error) {
 	gz := w.gzPool.Get().(*gzip.Writer)
 	defer w.gzPool.Put(gz)
 	var store *gzip.Writer
-	if w.cfg.CompressionLevel != gzip.NoCompression && ref == nil {
+	if w.cfg.CompressionLevel != gzip.NoCompression && ref == nil && ex.PayloadCompressed {
 		store = w.storePool.Get().(*gzip.Writer)
 		defer w.storePool.Put(store)
 	}

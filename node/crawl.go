@@ -608,6 +608,8 @@ func (n *Node) archive(resp *fetch.Response, url string) (warcLoc, error) {
 		Request:        resp.RawRequest,
 		ResponseHeader: resp.RawHeader,
 		ResponseBody:   resp.RawBody,
+		// The fetcher parsed the header already: the archive need not scan it again.
+		PayloadCompressed: archive.CompressedPayload(resp.Header.Get("Content-Encoding"), resp.ContentType),
 	}
 	if resp.Truncated {
 		ex.Truncated = "length"
