@@ -849,7 +849,11 @@ func (f *Frontier) confirm(items []prep) error {
 			}
 			ok, err := f.idx.has(items[i].part, items[i].hash, buf)
 			if err != nil {
+				// A failing disk: Badger answers the rest of this call (one warning a call,
+				// not one a link).
 				f.log.Warn("seen index read failed (Badger asked)", "err", err)
+				need = true
+				break
 			}
 			if ok {
 				f.bloomChecks.Add(1)
