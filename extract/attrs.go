@@ -11,13 +11,13 @@ import (
 //
 // The x/net/html tokenizer's TagAttr returns fresh copies of every key and
 // value (two allocations per attribute, most of Parse's garbage). For a tag
-// whose raw text holds no NUL or CR, TagAttr's result is the raw bytes with
-// character references decoded (no NUL to replace, no newline to convert),
+// whose raw text holds no NUL, TagAttr's result is the raw bytes with
+// newlines normalized and character references decoded (no NUL to replace),
 // so attrs reads the attributes straight from the raw token with the
 // tokenizer's own attribute-splitting rules (readTag, readTagAttrKey and
 // readTagAttrVal, ported below), and callers decode the values they keep with
-// value (attribute-mode character references, as the tokenizer does). Tags
-// with NUL or CR go through TagAttr. Either way, keys are matched lower-case
+// value (CR LF and CR to LF, then attribute-mode character references, as the
+// tokenizer does). Tags with a NUL go through TagAttr. Either way, keys are matched lower-case
 // and a repeated key keeps its first value. FuzzParse holds this reader
 // against TagAttr.
 type attrs struct {
@@ -30,11 +30,9 @@ type attrs struct {
 }
 
 func newAttrs(z *html.Tokenizer, raw []byte) attrs {
-	for _, c := range raw {
-		if c == 0 || c == '\r' {
-			_, has := z.TagName()
-			return attrs{z: z, useZ: true, hasMore: has}
-		}
+	if bytes.IndexByte(raw, 0) >= 0 {
+		_, has := z.TagName()
+		return attrs{z: z, useZ: true, hasMore: has}
 	}
 	a := attrs{b: raw}
 	// readTagName: "<" and the name's first byte, then up to white space
@@ -162,13 +160,15 @@ func (a *attrs) readVal() []byte {
 	}
 }
 
-// value returns v, an attribute value from next, with its character
-// references decoded by the tokenizer's attribute rules. It allocates only
-// when v holds a '&' and came from the raw token.
+// value returns v, an attribute value from next, with its newlines
+// normalized and its character references decoded by the tokenizer's
+// attribute rules. It allocates only when v holds a '&' or a CR and came
+// from the raw token.
 func (a *attrs) value(v []byte) []byte {
 	if a.useZ {
 		return v // TagAttr decoded it already
 	}
+	v = convertNewlines(v)
 	i := bytes.IndexByte(v, '&')
 	if i < 0 {
 		return v
@@ -243,4 +243,25 @@ func attrCharRef(s []byte) (int, string) {
 
 func isHex(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+// convertNewlines returns b with "\r\n" and lone "\r" turned into "\n", as
+// the tokenizer does to text and attribute values; a copy when it changes
+// anything.
+func convertNewlines(b []byte) []byte {
+	if bytes.IndexByte(b, '\r') < 0 {
+		return b
+	}
+	out := make([]byte, 0, len(b))
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if c == '\r' {
+			c = '\n'
+			if i+1 < len(b) && b[i+1] == '\n' {
+				i++
+			}
+		}
+		out = append(out, c)
+	}
+	return out
 }

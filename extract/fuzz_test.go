@@ -3,6 +3,7 @@ package extract
 import (
 	"bytes"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -25,6 +26,7 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		checkAttrs(t, body)
+		checkScan(t, body)
 		var p Page
 		Parse(body, &p)
 		if len(p.Links) > MaxLinks || len(p.Title) > MaxTitleBytes {
@@ -91,7 +93,7 @@ func checkAttrs(t *testing.T, body []byte) {
 			continue
 		}
 		raw := z.Raw()
-		if bytes.ContainsAny(raw, "\x00\r") {
+		if bytes.IndexByte(raw, 0) >= 0 {
 			continue
 		}
 		var got, want []string
@@ -115,4 +117,18 @@ func checkAttrs(t *testing.T, body []byte) {
 			t.Fatalf("tag %q: raw reader %v, tokenizer %v", raw, got, want)
 		}
 	}
+}
+
+// checkScan holds Parse's fast path against the tokenizer: where scan accepts
+// body, the Page it fills must equal parseTokens', field by field. It reports
+// whether scan accepted.
+func checkScan(t *testing.T, body []byte) bool {
+	t.Helper()
+	var fast, slow Page
+	ok := scan(body, &fast)
+	parseTokens(body, &slow)
+	if ok && !reflect.DeepEqual(fast, slow) {
+		t.Fatalf("body %q:\nscan        %+v\nparseTokens %+v", body, fast, slow)
+	}
+	return ok
 }
