@@ -60,7 +60,14 @@ func prioOfKey(k []byte) uint8 {
 // Two distinct URLs collide with probability about n^2/2^129 for n URLs (about 3e-23 for
 // 100M URLs), so the set is exact for practical purposes. Its hex form is the public page id.
 func URLHash(url string) [16]byte {
-	s := sha256.Sum256([]byte(url))
+	// Hashed from a stack copy: []byte(url) was a heap allocation per link checked
+	// (URLs are longer than the conversion's 32-byte stack buffer).
+	var buf [512]byte
+	b := buf[:0]
+	if len(url) > len(buf) {
+		b = make([]byte, 0, len(url))
+	}
+	s := sha256.Sum256(append(b, url...))
 	var h [16]byte
 	copy(h[:], s[:16])
 	return h
