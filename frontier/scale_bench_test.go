@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -38,7 +39,8 @@ import (
 //     badgermem.DefaultFileBudget); 0 turns the trimmer off;
 //   - GOMEMLIMIT: as for the binary, the Go memory limit when set, else
 //     badgermem.GoMemoryLimit;
-//   - CRAWLNODE_SCALE_HEAPPROFILE: a file to write a heap profile to when the adds end.
+//   - CRAWLNODE_SCALE_HEAPPROFILE: a file to write a heap profile to when the adds end;
+//   - CRAWLNODE_SCALE_CPUPROFILE: a file to write a CPU profile of the checks to.
 //
 // Each row: URLs held; the resident set as ps shows it (VmRSS, no forced GC), split into
 // anonymous memory and file-backed pages (Badger's mmapped tables and memtable files, the
@@ -222,28 +224,46 @@ func BenchmarkSeenSetScale(b *testing.B) {
 	const hot = 5000
 	const batches = 20_000
 	next := n
-	links := make([]Candidate, 0, 100)
 	res := AddResult{}
-	start, cpu0 = time.Now(), cpuTime()
-	for k := 0; k < batches; k++ {
-		links = links[:0]
-		for j := 0; j < 80; j++ {
-			links = append(links, Candidate{URL: url(r.IntN(hot) * (n / hot))})
-		}
-		for j := 0; j < 19; j++ {
-			links = append(links, Candidate{URL: url(r.IntN(n))})
-		}
-		links = append(links, Candidate{URL: url(next)})
-		next++
-		ar, err := f.Add(links)
+	if path := os.Getenv("CRAWLNODE_SCALE_CPUPROFILE"); path != "" {
+		pf, err := os.Create(path)
 		if err != nil {
 			b.Fatal(err)
 		}
-		res.Added += ar.Added
-		res.AlreadySeen += ar.AlreadySeen
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			b.Fatal(err)
+		}
+		defer func() { pprof.StopCPUProfile(); pf.Close() }()
+	}
+	// The links are drawn and their strings built in chunks outside the measured time:
+	// building a URL costs about as much as checking it, and it is the benchmark's work.
+	const chunk = 500
+	var wall, cpu time.Duration
+	stream := make([]Candidate, 0, chunk*100)
+	for k := 0; k < batches; k += chunk {
+		stream = stream[:0]
+		for range chunk {
+			for j := 0; j < 80; j++ {
+				stream = append(stream, Candidate{URL: url(r.IntN(hot) * (n / hot))})
+			}
+			for j := 0; j < 19; j++ {
+				stream = append(stream, Candidate{URL: url(r.IntN(n))})
+			}
+			stream = append(stream, Candidate{URL: url(next)})
+			next++
+		}
+		start, cpu0 = time.Now(), cpuTime()
+		for links := range slices.Chunk(stream, 100) {
+			ar, err := f.Add(links)
+			if err != nil {
+				b.Fatal(err)
+			}
+			res.Added += ar.Added
+			res.AlreadySeen += ar.AlreadySeen
+		}
+		wall, cpu = wall+time.Since(start), cpu+cpuTime()-cpu0
 	}
 	checks := batches * 100
-	wall, cpu := time.Since(start), cpuTime()-cpu0
 	b.Logf("mostly-seen checks: %d links (added %d, already seen %d) in %.2f s wall, %.2f s CPU: %.0f checks/s, %.0f checks per CPU-second",
 		checks, res.Added, res.AlreadySeen, wall.Seconds(), cpu.Seconds(), float64(checks)/wall.Seconds(), float64(checks)/cpu.Seconds())
 	st1 := f.Stats()
