@@ -829,6 +829,11 @@ func (f *Frontier) Add(cands []Candidate) (AddResult, error) {
 	return res, nil
 }
 
+// TrimSeenIndex drops the process's mapping of the seen index's pages (they stay in the
+// page cache; the next lookup of a page maps it back with a minor fault) and returns the
+// mapped bytes it advised. For badgermem.Trimmer.Also.
+func (f *Frontier) TrimSeenIndex() int64 { return f.idx.trim() }
+
 // confirm looks up the exact seen key of every item the Bloom filter called "maybe".
 func (f *Frontier) confirm(items []prep) error {
 	need := false
@@ -839,15 +844,15 @@ func (f *Frontier) confirm(items []prep) error {
 		return nil
 	}
 	if f.idx != nil {
-		// The seen index's runs first: a key found there is a committed seen key (one
-		// pread); one not found may be newer than its run, so Badger is asked.
+		// The seen index's runs first: a key found there is a committed seen key (a
+		// search of one mapped block); one not found may be newer than its run, so Badger
+		// is asked.
 		need = false
-		buf := make([]byte, idxBlock)
 		for i := range items {
 			if !items[i].maybe {
 				continue
 			}
-			ok, err := f.idx.has(items[i].part, items[i].hash, buf)
+			ok, err := f.idx.has(items[i].part, items[i].hash)
 			if err != nil {
 				// A failing disk: Badger answers the rest of this call (one warning a call,
 				// not one a link).

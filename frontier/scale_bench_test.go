@@ -99,6 +99,9 @@ func BenchmarkSeenSetScale(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer f.Close()
+	if trim != nil {
+		trim.Also(f.TrimSeenIndex)
+	}
 
 	// Peaks of the split, sampled.
 	var peakAnon, peakFile atomic.Int64

@@ -1,7 +1,10 @@
 package frontier
 
 import (
+	"encoding/binary"
 	"fmt"
+	"golang.org/x/sys/unix"
+	"os"
 	"strings"
 	"testing"
 )
@@ -121,5 +124,77 @@ func TestSeenIndexRebuiltAsURLsAreAdded(t *testing.T) {
 	}
 	if hits := f.Stats().SeenIndexHits - st0.SeenIndexHits; hits < int64(len(batch))/2 {
 		t.Fatalf("%d of %d confirmed by the seen index", hits, len(batch))
+	}
+}
+
+// TestSeenIndexMappedRuns: a run answers from its mapping, still after its pages were
+// trimmed, and a fault under the mapping (here the file cut short under it; a disk error
+// in a crawl) is an error, not a crash.
+func TestSeenIndexMappedRuns(t *testing.T) {
+	ix := newSeenIndex(t.TempDir())
+	w, err := ix.writer(4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := func(i int) (k [19]byte, h [16]byte) {
+		k[0], k[1], k[2], k[3] = famSeen, 0, 1, 7 // partition 1, sub-filter 7
+		binary.BigEndian.PutUint64(k[4:], uint64(i)*3)
+		copy(h[:], k[3:])
+		return k, h
+	}
+	const n = 1000 // 5 blocks
+	for i := range n {
+		k, _ := key(i)
+		w.add(k[:])
+	}
+	run, err := w.finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix.install(7, run)
+	defer ix.close()
+	check := func() {
+		t.Helper()
+		for i := range n {
+			_, h := key(i)
+			if ok, err := ix.has(1, h); !ok || err != nil {
+				t.Fatalf("key %d: found %v, err %v", i, ok, err)
+			}
+			h[15]++ // between two keys (i*3+1)
+			if ok, err := ix.has(1, h); ok || err != nil {
+				t.Fatalf("absent key %d: found %v, err %v", i, ok, err)
+			}
+		}
+		if _, h := key(0); true {
+			if ok, _ := ix.has(2, h); ok {
+				t.Fatal("found under another partition")
+			}
+		}
+	}
+	check()
+	if got := ix.trim(); got != int64(len(run.m)) || got == 0 {
+		t.Fatalf("trim advised %d bytes, want the run's %d", got, len(run.m))
+	}
+	check()
+
+	f, err := os.CreateTemp(t.TempDir(), "cut-*.idx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Write(make([]byte, 2*idxBlock)); err != nil {
+		t.Fatal(err)
+	}
+	m, err := unix.Mmap(int(f.Fd()), 0, 2*idxBlock, unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(0); err != nil {
+		t.Fatal(err)
+	}
+	ix.install(7, &idxRun{m: m, n: 2 * idxPer, first: []uint64{0, 0}})
+	_, h := key(5)
+	if ok, err := ix.has(1, h); err == nil || ok {
+		t.Fatalf("lookup in a mapping past its file's end: found %v, err %v; want an error", ok, err)
 	}
 }

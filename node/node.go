@@ -356,6 +356,9 @@ func New(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open frontier: %w", err)
 	}
+	if n.trim != nil {
+		n.trim.Also(n.front.TrimSeenIndex) // the seen index's mapped pages, with the tables'
+	}
 	n.client, err = fetch.New(fetch.Config{
 		UserAgent:   cfg.UserAgent,
 		Timeout:     cfg.FetchTimeout,

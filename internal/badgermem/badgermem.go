@@ -50,6 +50,17 @@ type Trimmer struct {
 	trims  atomic.Int64 // passes that advised every table
 	tables atomic.Int64 // table mappings advised, summed over passes
 	bytes  atomic.Int64 // mapped bytes advised, summed over passes
+
+	alsoMu sync.Mutex
+	also   []func() int64 // other mappings' trims (Also)
+}
+
+// Also adds a trim of other file mappings (the frontier's seen index) to every pass: fn
+// drops its mappings' resident pages and returns the mapped bytes it advised.
+func (t *Trimmer) Also(fn func() int64) {
+	t.alsoMu.Lock()
+	t.also = append(t.also, fn)
+	t.alsoMu.Unlock()
 }
 
 type levelRef struct {
@@ -121,8 +132,8 @@ func (t *Trimmer) Stop() {
 	}
 }
 
-// Trim advises every table mapping MADV_DONTNEED now; it returns how many tables and
-// mapped bytes it advised.
+// Trim advises every table mapping MADV_DONTNEED now, and runs the trims added with Also;
+// it returns how many tables and mapped bytes (tables' and Also's) it advised.
 func (t *Trimmer) Trim() (tables int, bytes int64) {
 	var held []*table.Table
 	for _, l := range t.levels {
@@ -143,6 +154,12 @@ func (t *Trimmer) Trim() (tables int, bytes int64) {
 			}
 		}
 		_ = tb.DecrRef()
+	}
+	t.alsoMu.Lock()
+	also := t.also
+	t.alsoMu.Unlock()
+	for _, fn := range also {
+		bytes += fn()
 	}
 	t.trims.Add(1)
 	t.tables.Add(int64(tables))
