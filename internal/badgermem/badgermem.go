@@ -55,8 +55,9 @@ type Trimmer struct {
 	also   []func() int64 // other mappings' trims (Also)
 }
 
-// Also adds a trim of other file mappings (the frontier's seen index) to every pass: fn
-// drops its mappings' resident pages and returns the mapped bytes it advised.
+// Also adds a trim of other file mappings (the frontier's seen index) to the passes where
+// the tables' trim leaves RssFile over the budget: fn drops its mappings' resident pages
+// and returns the mapped bytes it advised.
 func (t *Trimmer) Also(fn func() int64) {
 	t.alsoMu.Lock()
 	t.also = append(t.also, fn)
@@ -132,8 +133,9 @@ func (t *Trimmer) Stop() {
 	}
 }
 
-// Trim advises every table mapping MADV_DONTNEED now, and runs the trims added with Also;
-// it returns how many tables and mapped bytes (tables' and Also's) it advised.
+// Trim advises every table mapping MADV_DONTNEED now, then runs the trims added with Also
+// if RssFile is still over the budget (always without a budget); it returns how many
+// tables and mapped bytes (tables' and Also's) it advised.
 func (t *Trimmer) Trim() (tables int, bytes int64) {
 	var held []*table.Table
 	for _, l := range t.levels {
@@ -155,11 +157,17 @@ func (t *Trimmer) Trim() (tables int, bytes int64) {
 		}
 		_ = tb.DecrRef()
 	}
+	// The other mappings only when dropping the tables' pages was not enough: the seen
+	// index is read at random by every cold link check, and a page dropped from it costs
+	// the next lookup there a minor fault; the tables' pages are mostly compaction's,
+	// touched once.
 	t.alsoMu.Lock()
 	also := t.also
 	t.alsoMu.Unlock()
-	for _, fn := range also {
-		bytes += fn()
+	if len(also) > 0 && (t.budget <= 0 || ProcStatus("RssFile") > t.budget) {
+		for _, fn := range also {
+			bytes += fn()
+		}
 	}
 	t.trims.Add(1)
 	t.tables.Add(int64(tables))

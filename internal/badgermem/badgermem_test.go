@@ -105,3 +105,27 @@ func TestTrimDropsTablePagesAndKeepsData(t *testing.T) {
 		t.Fatal("the loop never trimmed")
 	}
 }
+
+// Also's trims run only when the tables' trim leaves RssFile over the budget.
+func TestTrimAlsoOnlyOverBudget(t *testing.T) {
+	db, err := badger.Open(badger.DefaultOptions(t.TempDir()).WithLogger(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, c := range []struct {
+		budget int64
+		want   int
+	}{{1, 1}, {1 << 50, 0}, {0, 1}} { // 0: no budget, Trim called directly
+		tr, err := NewTrimmer(db, c.budget)
+		if err != nil {
+			t.Fatal(err)
+		}
+		calls := 0
+		tr.Also(func() int64 { calls++; return 4096 })
+		_, b := tr.Trim()
+		if calls != c.want || b != int64(4096*c.want) {
+			t.Errorf("budget %d (RssFile %d): Also ran %d times, %d bytes; want %d", c.budget, ProcStatus("RssFile"), calls, b, c.want)
+		}
+	}
+}
