@@ -295,7 +295,10 @@ func scriptEnd(b []byte, i int) int {
 		}
 		return false, false
 	}
-	var c byte
+	var (
+		c      byte
+		dashes int
+	)
 	next := func() bool {
 		if p >= len(b) {
 			return false
@@ -340,46 +343,30 @@ scriptData:
 			p--
 			goto scriptData
 		}
-		goto scriptDataEscapedDashDash
+		dashes = 2 // scriptDataEscapedDashDash
+		goto escaped
 	}
 	p--
 	goto scriptData
 
+	// The escaped states (script data escaped, escaped dash, escaped dash dash) as one
+	// loop with a count of the dashes just read; the double escaped ones likewise.
 scriptDataEscaped:
+	dashes = 0
+escaped:
 	if !next() {
 		return len(b)
 	}
 	switch c {
 	case '-':
-		goto scriptDataEscapedDash
-	case '<':
-		goto scriptDataEscapedLessThanSign
-	}
-	goto scriptDataEscaped
-
-scriptDataEscapedDash:
-	if !next() {
-		return len(b)
-	}
-	switch c {
-	case '-':
-		goto scriptDataEscapedDashDash
-	case '<':
-		goto scriptDataEscapedLessThanSign
-	}
-	goto scriptDataEscaped
-
-scriptDataEscapedDashDash:
-	if !next() {
-		return len(b)
-	}
-	switch c {
-	case '-':
-		goto scriptDataEscapedDashDash
+		dashes++
+		goto escaped
 	case '<':
 		goto scriptDataEscapedLessThanSign
 	case '>':
-		goto scriptData
+		if dashes >= 2 {
+			goto scriptData
+		}
 	}
 	goto scriptDataEscaped
 
@@ -421,40 +408,21 @@ scriptDataEscapedLessThanSign:
 	goto scriptDataEscaped
 
 scriptDataDoubleEscaped:
+	dashes = 0
+doubleEscaped:
 	if !next() {
 		return len(b)
 	}
 	switch c {
 	case '-':
-		goto scriptDataDoubleEscapedDash
-	case '<':
-		goto scriptDataDoubleEscapedLessThanSign
-	}
-	goto scriptDataDoubleEscaped
-
-scriptDataDoubleEscapedDash:
-	if !next() {
-		return len(b)
-	}
-	switch c {
-	case '-':
-		goto scriptDataDoubleEscapedDashDash
-	case '<':
-		goto scriptDataDoubleEscapedLessThanSign
-	}
-	goto scriptDataDoubleEscaped
-
-scriptDataDoubleEscapedDashDash:
-	if !next() {
-		return len(b)
-	}
-	switch c {
-	case '-':
-		goto scriptDataDoubleEscapedDashDash
+		dashes++
+		goto doubleEscaped
 	case '<':
 		goto scriptDataDoubleEscapedLessThanSign
 	case '>':
-		goto scriptData
+		if dashes >= 2 {
+			goto scriptData
+		}
 	}
 	goto scriptDataDoubleEscaped
 
