@@ -46,6 +46,9 @@ package node
 // family over the partitions whose copies stand at one version
 // (frontier.ExportPartitionsSinceTxn), else partition by partition.
 //
+// The backup applies a request's sections in one write batch, flushed at its end, and
+// checks each against the copy's meta as it keeps it in memory (in step with Badger's).
+//
 // Copies live in the node's Badger under their own prefix (R), apart from the frontier's
 // own keys: a replica is not crawled, counted or swept.
 //
@@ -159,9 +162,11 @@ type replicator struct {
 
 	mu    sync.Mutex
 	parts map[uint16]*replOut // held partitions, and outboxSlot
-	// copies maps each partition copied here to its source (what fence reads; loaded
-	// from Badger at the first use, then kept in step by apply and clear).
+	// copies maps each partition copied here to its source (what fence reads), metas to
+	// its meta (what apply checks a delta against): loaded from Badger at the first use,
+	// then kept in step by apply and clear.
 	copies         map[uint16]string
+	metas          map[uint16]replicaMeta
 	copiesInit     bool
 	lastStaleCheck time.Time // promote's last pass over every copy's meta
 
@@ -381,12 +386,15 @@ func (r *replicator) prefetch(ctx context.Context, groups map[string][]uint16) {
 	r.scan = sc
 }
 
-// copiesLocked returns the copies map, loading it on first use; callers hold mu.
+// copiesLocked returns the copies map, loading it (and metas) on first use; callers
+// hold mu.
 func (r *replicator) copiesLocked() map[uint16]string {
 	if !r.copiesInit {
 		r.copies = map[uint16]string{}
+		r.metas = map[uint16]replicaMeta{}
 		for p, m := range r.held() {
 			r.copies[p] = m.Source
+			r.metas[p] = m
 		}
 		r.copiesInit = true
 	}
@@ -416,14 +424,17 @@ func (r *replicator) blocked() map[uint16]bool {
 	return out
 }
 
-func (r *replicator) noteCopy(p uint16, source string) {
+// noteCopy records p's copy meta as apply committed it (nil: clear deleted the copy).
+func (r *replicator) noteCopy(p uint16, m *replicaMeta) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	c := r.copiesLocked()
-	if source == "" {
+	if m == nil {
 		delete(c, p)
+		delete(r.metas, p)
 	} else {
-		c[p] = source
+		c[p] = m.Source
+		r.metas[p] = *m
 	}
 }
 
@@ -938,44 +949,55 @@ func (r *replicator) apply(br *bufio.Reader) (replicaAnswer, error) {
 		return ans, err
 	}
 	source := string(src)
-	db := r.db
+	// One write batch for the whole stream, flushed at its end: a batch (and a commit
+	// to wait for) per partition, and a Badger read of its meta, were most of the apply's
+	// own cost with a hundred-odd small sections a request. On an error nothing of the
+	// batch is acknowledged; what it committed already (a large batch commits as it
+	// grows) is applied again by the resent delta (sets and deletions are idempotent).
+	wb := r.db.NewWriteBatch()
+	type done struct {
+		p    uint16
+		meta replicaMeta
+	}
+	var applied []done
+	fail := func(err error) (replicaAnswer, error) {
+		wb.Cancel()
+		return replicaAnswer{}, err
+	}
 	var kbuf, vbuf []byte
 	for {
 		tag, err := br.ReadByte()
 		if err != nil {
-			return ans, err
+			return fail(err)
 		}
 		if tag == 'E' {
-			return ans, nil
+			break
 		}
 		if tag != 'P' {
-			return ans, fmt.Errorf("bad section tag %q", tag)
+			return fail(fmt.Errorf("bad section tag %q", tag))
 		}
 		pv, err := binary.ReadUvarint(br)
 		if err != nil {
-			return ans, err
+			return fail(err)
 		}
 		if pv > outboxSlot {
-			return ans, fmt.Errorf("partition %d out of range", pv)
+			return fail(fmt.Errorf("partition %d out of range", pv))
 		}
 		p := uint16(pv)
 		since, err := binary.ReadUvarint(br)
 		if err != nil {
-			return ans, err
+			return fail(err)
 		}
 		meta, _ := r.meta(p)
 		accept := true
-		wb := db.NewWriteBatch()
 		switch {
 		case since == 0:
 			// A full copy: what was here of p goes first.
 			if err := r.clear(p); err != nil {
-				wb.Cancel()
-				return ans, err
+				return fail(err)
 			}
 			if err := wb.Set(replicaMetaKey(p), mustJSON(replicaMeta{Source: source})); err != nil {
-				wb.Cancel()
-				return ans, err
+				return fail(err)
 			}
 		case meta.Source != source || meta.Version != since:
 			accept = false
@@ -983,25 +1005,21 @@ func (r *replicator) apply(br *bufio.Reader) (replicaAnswer, error) {
 		for {
 			op, err := br.ReadByte()
 			if err != nil {
-				wb.Cancel()
-				return ans, err
+				return fail(err)
 			}
 			if op == 0 {
 				break
 			}
 			if kbuf, err = readBytes(br, kbuf); err != nil {
-				wb.Cancel()
-				return ans, err
+				return fail(err)
 			}
 			if len(kbuf) < 3 || (p == outboxSlot) != (kbuf[0] == forward.KeyPrefix) || (p != outboxSlot && binary.BigEndian.Uint16(kbuf[1:3]) != p) {
-				wb.Cancel()
-				return ans, fmt.Errorf("key of another partition in partition %d", p)
+				return fail(fmt.Errorf("key of another partition in partition %d", p))
 			}
 			switch op {
 			case 1:
 				if vbuf, err = readBytes(br, vbuf); err != nil {
-					wb.Cancel()
-					return ans, err
+					return fail(err)
 				}
 				if accept {
 					err = wb.Set(replicaKey(p, kbuf), slices.Clone(vbuf))
@@ -1011,34 +1029,34 @@ func (r *replicator) apply(br *bufio.Reader) (replicaAnswer, error) {
 					err = wb.Delete(replicaKey(p, kbuf))
 				}
 			default:
-				wb.Cancel()
-				return ans, fmt.Errorf("bad record op %d", op)
+				return fail(fmt.Errorf("bad record op %d", op))
 			}
 			if err != nil {
-				wb.Cancel()
-				return ans, err
+				return fail(err)
 			}
 		}
 		version, err := binary.ReadUvarint(br)
 		if err != nil {
-			wb.Cancel()
-			return ans, err
+			return fail(err)
 		}
 		if !accept {
-			wb.Cancel()
 			ans.Resync = append(ans.Resync, p)
 			continue
 		}
-		if err := wb.Set(replicaMetaKey(p), mustJSON(replicaMeta{Source: source, Version: version, At: time.Now()})); err != nil {
-			wb.Cancel()
-			return ans, err
+		m := replicaMeta{Source: source, Version: version, At: time.Now()}
+		if err := wb.Set(replicaMetaKey(p), mustJSON(m)); err != nil {
+			return fail(err)
 		}
-		if err := wb.Flush(); err != nil {
-			return ans, err
-		}
-		r.noteCopy(p, source)
-		ans.Applied[p] = version
+		applied = append(applied, done{p, m})
 	}
+	if err := wb.Flush(); err != nil {
+		return replicaAnswer{}, err
+	}
+	for _, d := range applied {
+		r.noteCopy(d.p, &d.meta)
+		ans.Applied[d.p] = d.meta.Version
+	}
+	return ans, nil
 }
 
 func mustJSON(v any) []byte {
@@ -1049,17 +1067,14 @@ func mustJSON(v any) []byte {
 	return b
 }
 
-// meta reads p's replica meta; ok is false when there is none.
+// meta returns p's replica meta (as apply and clear keep it in memory, in step with
+// Badger's); ok is false when there is none.
 func (r *replicator) meta(p uint16) (replicaMeta, bool) {
-	var m replicaMeta
-	err := r.db.View(func(txn *badger.Txn) error {
-		it, err := txn.Get(replicaMetaKey(p))
-		if err != nil {
-			return err
-		}
-		return it.Value(func(v []byte) error { return json.Unmarshal(v, &m) })
-	})
-	return m, err == nil
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.copiesLocked()
+	m, ok := r.metas[p]
+	return m, ok
 }
 
 // clear deletes p's copy (meta included).
@@ -1083,7 +1098,7 @@ func (r *replicator) clear(p uint16) error {
 	if err := wb.Flush(); err != nil {
 		return err
 	}
-	r.noteCopy(p, "")
+	r.noteCopy(p, nil)
 	return nil
 }
 

@@ -185,6 +185,55 @@ func TestReplicaDeltasInOrder(t *testing.T) {
 	}
 }
 
+// TestReplicaApplyCutShort: a request cut off midway acknowledges nothing and moves no
+// copy's meta (the stream is one write batch); the same delta then applies whole, with no
+// reset. The backup's in-memory metas agree with Badger's after a restart.
+func TestReplicaApplyCutShort(t *testing.T) {
+	src := &fakeSource{keys: map[string]struct {
+		v       []byte
+		version uint64
+		deleted bool
+	}{}}
+	snd := testReplicator(t, "n1", src)
+	bak := testReplicator(t, "n2", nil)
+	snd.parts[7] = &replOut{backup: "n2"}
+	snd.parts[9] = &replOut{backup: "n2"}
+	src.set(pkey('q', 7, "a"), "1")
+	src.set(pkey('q', 9, "b"), "2")
+	round(t, snd, bak, 7, 9)
+	before := src.version
+	src.set(pkey('q', 7, "c"), "3")
+	src.set(pkey('q', 9, "d"), "4")
+	var buf bytes.Buffer
+	w := bufio.NewWriter(&buf)
+	if err := snd.encode(w, []uint16{7, 9}, func(uint16, uint64, time.Time) {}); err != nil {
+		t.Fatal(err)
+	}
+	w.Flush()
+	if _, err := bak.apply(bufio.NewReader(bytes.NewReader(buf.Bytes()[:buf.Len()-3]))); err == nil {
+		t.Fatal("a truncated stream applied")
+	}
+	for _, p := range []uint16{7, 9} {
+		if m, _ := bak.meta(p); m.Version != before {
+			t.Fatalf("meta of %d at %d after a failed request, want %d", p, m.Version, before)
+		}
+	}
+	if ans := round(t, snd, bak, 7, 9); len(ans.Applied) != 2 || len(ans.Resync) != 0 {
+		t.Fatalf("the delta after a failed request: %+v", ans)
+	}
+	if c := copyOf(t, bak, 9); c[pkey('q', 9, "d")] != "4" {
+		t.Fatalf("copy of 9: %v", c)
+	}
+	fresh := &replicator{db: bak.db, parts: map[uint16]*replOut{}}
+	for _, p := range []uint16{7, 9} {
+		got, _ := fresh.meta(p)
+		want, _ := bak.meta(p)
+		if got.Source != want.Source || got.Version != want.Version || !got.At.Equal(want.At) {
+			t.Fatalf("meta of %d: Badger %+v, memory %+v", p, got, want)
+		}
+	}
+}
+
 // FuzzReplicaApply: any byte stream is applied or refused with an error, never a panic,
 // and never writes a key outside the replica prefix of a partition it names.
 func FuzzReplicaApply(f *testing.F) {
