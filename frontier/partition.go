@@ -27,6 +27,10 @@ var (
 // records lets a merge see the queue first, the common case of a handoff.
 var exportFamilies = []byte{famQueue, famRetry, famSeen, famDead, famHost}
 
+// ExportFamilies returns the key families (first key byte) the partition exports cover,
+// in the order they stream them: a partition's keys are family | partition(2) | rest.
+func ExportFamilies() []byte { return slices.Clone(exportFamilies) }
+
 // PartitionOf returns the partition of a host key (Config.PartitionOf).
 func (f *Frontier) PartitionOf(host string) uint16 { return f.cfg.PartitionOf(host) }
 
@@ -311,6 +315,30 @@ func ExportSince(db *badger.DB, since uint64, fn func(family byte, key, value []
 // ExportSinceTxn is ExportSince reading from the read transaction txn (its snapshot).
 func ExportSinceTxn(txn *badger.Txn, since uint64, fn func(family byte, key, value []byte, deleted bool) error, prefixes ...[]byte) (uint64, error) {
 	return exportSinceTxn(txn, since, nil, fn, prefixes...)
+}
+
+// ExportKeysTxn calls fn, in the order of keys, for each key as the read transaction
+// txn's snapshot holds it: its value, or deleted=true (value nil) when the snapshot has
+// no live version of it. Given exactly the keys that have a version in (since,
+// txn.ReadTs()], it reports what ExportSinceTxn(txn, since, ...) reports for them,
+// without stepping over the versions of every other key (what a replica round does with
+// the keys it saw committed; see node/replica.go).
+func ExportKeysTxn(txn *badger.Txn, keys [][]byte, fn func(family byte, key, value []byte, deleted bool) error) error {
+	for _, k := range keys {
+		item, err := txn.Get(k)
+		switch {
+		case errors.Is(err, badger.ErrKeyNotFound):
+			err = fn(k[0], k, nil, true)
+		case err != nil:
+			return fmt.Errorf("frontier: export keys: %w", err)
+		default:
+			err = item.Value(func(v []byte) error { return fn(k[0], k, v, false) })
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // exportSinceTxn is ExportSinceTxn that skips, value unread, every key keep refuses

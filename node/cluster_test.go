@@ -132,6 +132,10 @@ func TestClusterInProcess(t *testing.T) {
 	t.Logf("requests %d, coverage %.4f (%d/%d), duplicates %d, handoffs n1 %d n2 %d, imports n3 %d",
 		rep.Requests, rep.Coverage, rep.Reached, rep.MustReach, rep.DuplicateFetches,
 		n1.cl.stats.handoffs.Load(), n2.cl.stats.handoffs.Load(), n3.cl.stats.imports.Load())
+	for _, n := range []*Node{n1, n2, n3} {
+		r := n.cl.repl
+		t.Logf("%s replicas: rounds %d, sections from the change log %d, log overflows %d, resets %d", n.Name(), r.rounds.Load(), r.keyed.Load(), r.changes.overflows.Load(), r.resets.Load())
+	}
 	if rep.Coverage < 1 {
 		t.Errorf("coverage %.4f, missing %v", rep.Coverage, rep.Missing[:min(10, len(rep.Missing))])
 	}

@@ -25,6 +25,30 @@ package node
 // copy (new backup, reset) travels whole in the second phase. The backup applies a
 // partition's delta only if it starts where its copy ends (same source, same version);
 // otherwise it asks for a full copy (a reset).
+//
+// What a round reads: not a scan of the versions since the copy's. Badger's iterators
+// step over every version still in the memtables (up to tens of MiB), whatever SinceTs
+// says, so a scan costs the memtable's size, not the round's changes. A change log
+// (changeLog, replica_changes.go) follows Badger's feed of committed writes (DB.Subscribe)
+// for the frontier's exported families and the outbox, so every writer (adds, completions,
+// retries, host clocks, imports, deletions, the outbox) is in it without reporting its
+// keys, and keeps per partition the keys committed with their versions. The round waits
+// until the feed has delivered every commit up to its snapshot's read version (the feed
+// comes in commit order; a marker write after the snapshot passes it when nothing else
+// does), then reads, from that same snapshot, just the keys with a version in (the copy's
+// version, the snapshot's]: the consistent cut stays, a key absent from the snapshot goes
+// as a deletion, and a write committed while the round is in flight waits for the next
+// round. The log drops a key's versions once the backup acknowledged a round read at or
+// after them, and a partition's keys when it is no longer held. The first round after a
+// start, a new backup or a reset (a full copy), a copy older than the log's coverage
+// (the feed started after it, or the partition overflowed the log's bound and was
+// dropped from it) and a log that is not running take the full pass: one pass per key
+// family over the partitions whose copies stand at one version
+// (frontier.ExportPartitionsSinceTxn), else partition by partition.
+//
+// The backup applies a request's sections in one write batch, flushed at its end, and
+// checks each against the copy's meta as it keeps it in memory (in step with Badger's).
+//
 // Copies live in the node's Badger under their own prefix (R), apart from the frontier's
 // own keys: a replica is not crawled, counted or swept.
 //
@@ -138,9 +162,11 @@ type replicator struct {
 
 	mu    sync.Mutex
 	parts map[uint16]*replOut // held partitions, and outboxSlot
-	// copies maps each partition copied here to its source (what fence reads; loaded
-	// from Badger at the first use, then kept in step by apply and clear).
+	// copies maps each partition copied here to its source (what fence reads), metas to
+	// its meta (what apply checks a delta against): loaded from Badger at the first use,
+	// then kept in step by apply and clear.
 	copies         map[uint16]string
+	metas          map[uint16]replicaMeta
 	copiesInit     bool
 	lastStaleCheck time.Time // promote's last pass over every copy's meta
 
@@ -152,9 +178,12 @@ type replicator struct {
 	// the round's current encode reads it.
 	snap   *badger.Txn
 	snapAt time.Time
-	// scan is what the round read in one pass of the partitions whose copies stand at one
-	// version (prefetch); nil outside a round or when there was nothing to share.
+	// scan is what the round read ahead for every backup's request and both phases
+	// (prefetch); nil outside a round or when there was nothing to share.
 	scan *roundScan
+	// changes is the log of the keys committed since the copies' versions (nil: every
+	// round takes the full pass).
+	changes *changeLog
 
 	// kick asks run for a round now (waitCopied: an acknowledgement waits for it);
 	// roundDone is closed, and replaced, when a round ends (under mu).
@@ -163,6 +192,7 @@ type replicator struct {
 
 	// Metrics.
 	bytesSent, records, rounds, resets, promoted, dropped, failures atomic.Int64
+	keyed                                                           atomic.Int64 // partition exports read from the change log's keys
 	ackUncopied                                                     atomic.Int64 // forwarded links acknowledged before a copy held them (waitCopied gave up)
 	lagNanos                                                        atomic.Int64 // the oldest held copy's age at the last round
 	lagMax                                                          atomic.Int64 // the largest lagNanos seen
@@ -176,6 +206,7 @@ func newReplicator(c *cluster, interval time.Duration) *replicator {
 	r.exportMany = func(parts []uint16, since uint64, fn func(uint16, byte, []byte, []byte, bool) error) (uint64, error) {
 		return front.ExportPartitionsSinceTxn(r.snap, parts, since, fn)
 	}
+	r.changes = newChangeLog(r.db)
 	return r
 }
 
@@ -203,15 +234,22 @@ func (r *replicator) closeSnap() {
 	r.scan = nil
 }
 
-// roundScan is one pass over the round's snapshot for every held partition whose copy
-// stands at version since (the steady state: each round acknowledges all of them at one
-// version): its changes per partition, in export order, for both phases of the round and
-// every backup's request. Exporting partition by partition cost two iterator seeks per
-// partition and family each phase, most of a replica round's CPU (a CPU profile of
-// TestClusterInProcess: Iterator.Rewind 65% of the export, the iteration itself 10%).
+// roundScan is what a round read ahead from its snapshot (version), per partition (and
+// outboxSlot) with the version its copy stood at: the changes in export order, for both
+// phases of the round and every backup's request. Read from the change log's keys where
+// it covers the copy's version, else in one pass per family for the partitions whose
+// copies stand at the most common version. Exporting partition by partition cost two
+// iterator seeks per partition and family each phase (a CPU profile of
+// TestClusterInProcess: Iterator.Rewind 65% of the export), and the one pass steps over
+// every version in the memtables (its cost the memtable's size, not the changes').
 type roundScan struct {
-	since, version uint64
-	parts          map[uint16][]scanRec // every partition the pass covered, changes or not
+	version uint64
+	parts   map[uint16]scanPart // every partition read ahead, changes or not
+}
+
+type scanPart struct {
+	since uint64
+	recs  []scanRec
 }
 
 type scanRec struct {
@@ -223,27 +261,81 @@ type scanRec struct {
 
 // of returns the pass's changes of p when the pass covered p from since.
 func (sc *roundScan) of(p uint16, since uint64) ([]scanRec, bool) {
-	if sc == nil || sc.since != since {
+	if sc == nil {
 		return nil, false
 	}
-	recs, ok := sc.parts[p]
-	return recs, ok
+	sp, ok := sc.parts[p]
+	if !ok || sp.since != since {
+		return nil, false
+	}
+	return sp.recs, true
 }
 
 // maxRoundScanBytes bounds the keys and values a round's shared pass keeps; a larger
 // delta (copies far behind) is exported partition by partition, streaming.
 const maxRoundScanBytes = 32 << 20
 
-// prefetch reads, in one pass per key family, the changes of every partition in groups
-// whose copy stands at the most common version. Called by round with the snapshot open.
-func (r *replicator) prefetch(groups map[string][]uint16) {
-	if r.exportMany == nil {
+// prefetch reads ahead the changes of the partitions in groups (and the outbox): from
+// the change log's keys where it covers the copy's version, then, in one pass per key
+// family, those of the rest whose copy stands at the most common version. Called by round
+// with the snapshot open.
+func (r *replicator) prefetch(ctx context.Context, groups map[string][]uint16) {
+	readTs := r.snap.ReadTs()
+	sc := &roundScan{version: readTs, parts: map[uint16]scanPart{}}
+	size := 0
+	errTooLarge := errors.New("round scan too large")
+	if r.changes != nil {
+		since := map[uint16]uint64{}
+		r.mu.Lock()
+		for b, parts := range groups {
+			for _, p := range parts {
+				if st := r.parts[p]; st != nil && st.backup == b && st.version > 0 {
+					since[p] = st.version
+				}
+			}
+		}
+		r.mu.Unlock()
+		if len(since) > 0 && r.changes.cut(ctx, readTs) {
+		parts:
+			for _, p := range slices.Sorted(maps.Keys(since)) {
+				keys, ok := r.changes.changed(p, since[p], readTs)
+				if !ok {
+					continue
+				}
+				var recs []scanRec
+				err := frontier.ExportKeysTxn(r.snap, keys, func(fam byte, k, v []byte, deleted bool) error {
+					size += len(k) + len(v) + 48
+					if size > maxRoundScanBytes {
+						return errTooLarge
+					}
+					recs = append(recs, scanRec{fam: fam, key: slices.Clone(k), value: slices.Clone(v), deleted: deleted})
+					return nil
+				})
+				switch {
+				case errors.Is(err, errTooLarge):
+					break parts // the rest go one by one
+				case err != nil:
+					r.c.log.Debug("replica round: changed-key export failed; partitions go one by one", "err", err)
+					break parts
+				}
+				sc.parts[p] = scanPart{since: since[p], recs: recs}
+				r.keyed.Add(1)
+			}
+		}
+	}
+	if len(sc.parts) > 0 {
+		r.scan = sc
+	}
+	if r.exportMany == nil || size > maxRoundScanBytes {
 		return
 	}
 	count := map[uint64]int{}
 	r.mu.Lock()
 	for b, parts := range groups {
 		for _, p := range parts {
+			if _, done := sc.parts[p]; done {
+				continue
+			}
 			if st := r.parts[p]; p != outboxSlot && st != nil && st.backup == b && st.version > 0 {
 				count[st.version]++
 			}
@@ -258,6 +350,9 @@ func (r *replicator) prefetch(groups map[string][]uint16) {
 	var parts []uint16
 	for b, ps := range groups {
 		for _, p := range ps {
+			if _, done := sc.parts[p]; done {
+				continue
+			}
 			if st := r.parts[p]; p != outboxSlot && st != nil && st.backup == b && st.version == since {
 				parts = append(parts, p)
 			}
@@ -267,18 +362,13 @@ func (r *replicator) prefetch(groups map[string][]uint16) {
 	if since == 0 || len(parts) < 2 {
 		return
 	}
-	sc := &roundScan{since: since, parts: make(map[uint16][]scanRec, len(parts))}
-	for _, p := range parts {
-		sc.parts[p] = nil
-	}
-	size := 0
-	errTooLarge := errors.New("round scan too large")
+	pass := make(map[uint16][]scanRec, len(parts))
 	version, err := r.exportMany(parts, since, func(p uint16, fam byte, k, v []byte, deleted bool) error {
 		size += len(k) + len(v) + 48
 		if size > maxRoundScanBytes {
 			return errTooLarge
 		}
-		sc.parts[p] = append(sc.parts[p], scanRec{fam: fam, key: slices.Clone(k), value: slices.Clone(v), deleted: deleted})
+		pass[p] = append(pass[p], scanRec{fam: fam, key: slices.Clone(k), value: slices.Clone(v), deleted: deleted})
 		return nil
 	})
 	if err != nil {
@@ -287,16 +377,24 @@ func (r *replicator) prefetch(groups map[string][]uint16) {
 		}
 		return
 	}
-	sc.version = version
+	if version != readTs {
+		return // not the round's snapshot (cannot happen: exportMany reads r.snap)
+	}
+	for _, p := range parts {
+		sc.parts[p] = scanPart{since: since, recs: pass[p]}
+	}
 	r.scan = sc
 }
 
-// copiesLocked returns the copies map, loading it on first use; callers hold mu.
+// copiesLocked returns the copies map, loading it (and metas) on first use; callers
+// hold mu.
 func (r *replicator) copiesLocked() map[uint16]string {
 	if !r.copiesInit {
 		r.copies = map[uint16]string{}
+		r.metas = map[uint16]replicaMeta{}
 		for p, m := range r.held() {
 			r.copies[p] = m.Source
+			r.metas[p] = m
 		}
 		r.copiesInit = true
 	}
@@ -326,14 +424,17 @@ func (r *replicator) blocked() map[uint16]bool {
 	return out
 }
 
-func (r *replicator) noteCopy(p uint16, source string) {
+// noteCopy records p's copy meta as apply committed it (nil: clear deleted the copy).
+func (r *replicator) noteCopy(p uint16, m *replicaMeta) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	c := r.copiesLocked()
-	if source == "" {
+	if m == nil {
 		delete(c, p)
+		delete(r.metas, p)
 	} else {
-		c[p] = source
+		c[p] = m.Source
+		r.metas[p] = *m
 	}
 }
 
@@ -360,6 +461,15 @@ func (r *replicator) run(ctx context.Context) {
 		}
 	}()
 	defer func() { <-done }()
+	if r.changes != nil {
+		fed := make(chan struct{})
+		r.changes.start()
+		go func() {
+			defer close(fed)
+			r.changes.run(ctx)
+		}()
+		defer func() { <-fed }()
+	}
 	tick := time.NewTicker(r.interval)
 	defer tick.Stop()
 	gap := r.minGap()
@@ -518,7 +628,15 @@ func (r *replicator) round(ctx context.Context) {
 			delete(r.parts, p)
 		}
 	}
+	acked := make(map[uint16]uint64, len(r.parts))
+	for p, st := range r.parts {
+		acked[p] = st.version
+	}
 	r.mu.Unlock()
+	if r.changes != nil {
+		// The change log keeps only what a copy still lacks.
+		r.changes.settle(acked)
+	}
 	if !oldest.IsZero() {
 		lag := int64(time.Since(oldest))
 		r.lagNanos.Store(lag)
@@ -542,7 +660,7 @@ func (r *replicator) round(ctx context.Context) {
 	if len(names) > 0 {
 		r.openSnap()
 		defer r.closeSnap()
-		r.prefetch(groups)
+		r.prefetch(ctx, groups)
 	}
 	// A round reaches its backups one request at a time, so a node killed in the middle
 	// of one leaves some copies at this round and others at the last: a page recorded
@@ -831,44 +949,55 @@ func (r *replicator) apply(br *bufio.Reader) (replicaAnswer, error) {
 		return ans, err
 	}
 	source := string(src)
-	db := r.db
+	// One write batch for the whole stream, flushed at its end: a batch (and a commit
+	// to wait for) per partition, and a Badger read of its meta, were most of the apply's
+	// own cost with a hundred-odd small sections a request. On an error nothing of the
+	// batch is acknowledged; what it committed already (a large batch commits as it
+	// grows) is applied again by the resent delta (sets and deletions are idempotent).
+	wb := r.db.NewWriteBatch()
+	type done struct {
+		p    uint16
+		meta replicaMeta
+	}
+	var applied []done
+	fail := func(err error) (replicaAnswer, error) {
+		wb.Cancel()
+		return replicaAnswer{}, err
+	}
 	var kbuf, vbuf []byte
 	for {
 		tag, err := br.ReadByte()
 		if err != nil {
-			return ans, err
+			return fail(err)
 		}
 		if tag == 'E' {
-			return ans, nil
+			break
 		}
 		if tag != 'P' {
-			return ans, fmt.Errorf("bad section tag %q", tag)
+			return fail(fmt.Errorf("bad section tag %q", tag))
 		}
 		pv, err := binary.ReadUvarint(br)
 		if err != nil {
-			return ans, err
+			return fail(err)
 		}
 		if pv > outboxSlot {
-			return ans, fmt.Errorf("partition %d out of range", pv)
+			return fail(fmt.Errorf("partition %d out of range", pv))
 		}
 		p := uint16(pv)
 		since, err := binary.ReadUvarint(br)
 		if err != nil {
-			return ans, err
+			return fail(err)
 		}
 		meta, _ := r.meta(p)
 		accept := true
-		wb := db.NewWriteBatch()
 		switch {
 		case since == 0:
 			// A full copy: what was here of p goes first.
 			if err := r.clear(p); err != nil {
-				wb.Cancel()
-				return ans, err
+				return fail(err)
 			}
 			if err := wb.Set(replicaMetaKey(p), mustJSON(replicaMeta{Source: source})); err != nil {
-				wb.Cancel()
-				return ans, err
+				return fail(err)
 			}
 		case meta.Source != source || meta.Version != since:
 			accept = false
@@ -876,25 +1005,21 @@ func (r *replicator) apply(br *bufio.Reader) (replicaAnswer, error) {
 		for {
 			op, err := br.ReadByte()
 			if err != nil {
-				wb.Cancel()
-				return ans, err
+				return fail(err)
 			}
 			if op == 0 {
 				break
 			}
 			if kbuf, err = readBytes(br, kbuf); err != nil {
-				wb.Cancel()
-				return ans, err
+				return fail(err)
 			}
 			if len(kbuf) < 3 || (p == outboxSlot) != (kbuf[0] == forward.KeyPrefix) || (p != outboxSlot && binary.BigEndian.Uint16(kbuf[1:3]) != p) {
-				wb.Cancel()
-				return ans, fmt.Errorf("key of another partition in partition %d", p)
+				return fail(fmt.Errorf("key of another partition in partition %d", p))
 			}
 			switch op {
 			case 1:
 				if vbuf, err = readBytes(br, vbuf); err != nil {
-					wb.Cancel()
-					return ans, err
+					return fail(err)
 				}
 				if accept {
 					err = wb.Set(replicaKey(p, kbuf), slices.Clone(vbuf))
@@ -904,34 +1029,34 @@ func (r *replicator) apply(br *bufio.Reader) (replicaAnswer, error) {
 					err = wb.Delete(replicaKey(p, kbuf))
 				}
 			default:
-				wb.Cancel()
-				return ans, fmt.Errorf("bad record op %d", op)
+				return fail(fmt.Errorf("bad record op %d", op))
 			}
 			if err != nil {
-				wb.Cancel()
-				return ans, err
+				return fail(err)
 			}
 		}
 		version, err := binary.ReadUvarint(br)
 		if err != nil {
-			wb.Cancel()
-			return ans, err
+			return fail(err)
 		}
 		if !accept {
-			wb.Cancel()
 			ans.Resync = append(ans.Resync, p)
 			continue
 		}
-		if err := wb.Set(replicaMetaKey(p), mustJSON(replicaMeta{Source: source, Version: version, At: time.Now()})); err != nil {
-			wb.Cancel()
-			return ans, err
+		m := replicaMeta{Source: source, Version: version, At: time.Now()}
+		if err := wb.Set(replicaMetaKey(p), mustJSON(m)); err != nil {
+			return fail(err)
 		}
-		if err := wb.Flush(); err != nil {
-			return ans, err
-		}
-		r.noteCopy(p, source)
-		ans.Applied[p] = version
+		applied = append(applied, done{p, m})
 	}
+	if err := wb.Flush(); err != nil {
+		return replicaAnswer{}, err
+	}
+	for _, d := range applied {
+		r.noteCopy(d.p, &d.meta)
+		ans.Applied[d.p] = d.meta.Version
+	}
+	return ans, nil
 }
 
 func mustJSON(v any) []byte {
@@ -942,17 +1067,14 @@ func mustJSON(v any) []byte {
 	return b
 }
 
-// meta reads p's replica meta; ok is false when there is none.
+// meta returns p's replica meta (as apply and clear keep it in memory, in step with
+// Badger's); ok is false when there is none.
 func (r *replicator) meta(p uint16) (replicaMeta, bool) {
-	var m replicaMeta
-	err := r.db.View(func(txn *badger.Txn) error {
-		it, err := txn.Get(replicaMetaKey(p))
-		if err != nil {
-			return err
-		}
-		return it.Value(func(v []byte) error { return json.Unmarshal(v, &m) })
-	})
-	return m, err == nil
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.copiesLocked()
+	m, ok := r.metas[p]
+	return m, ok
 }
 
 // clear deletes p's copy (meta included).
@@ -976,7 +1098,7 @@ func (r *replicator) clear(p uint16) error {
 	if err := wb.Flush(); err != nil {
 		return err
 	}
-	r.noteCopy(p, "")
+	r.noteCopy(p, nil)
 	return nil
 }
 

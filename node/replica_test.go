@@ -6,13 +6,17 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
 
+	"github.com/crawlnode/crawlnode/forward"
 	"github.com/crawlnode/crawlnode/frontier"
 )
 
@@ -181,6 +185,55 @@ func TestReplicaDeltasInOrder(t *testing.T) {
 	}
 }
 
+// TestReplicaApplyCutShort: a request cut off midway acknowledges nothing and moves no
+// copy's meta (the stream is one write batch); the same delta then applies whole, with no
+// reset. The backup's in-memory metas agree with Badger's after a restart.
+func TestReplicaApplyCutShort(t *testing.T) {
+	src := &fakeSource{keys: map[string]struct {
+		v       []byte
+		version uint64
+		deleted bool
+	}{}}
+	snd := testReplicator(t, "n1", src)
+	bak := testReplicator(t, "n2", nil)
+	snd.parts[7] = &replOut{backup: "n2"}
+	snd.parts[9] = &replOut{backup: "n2"}
+	src.set(pkey('q', 7, "a"), "1")
+	src.set(pkey('q', 9, "b"), "2")
+	round(t, snd, bak, 7, 9)
+	before := src.version
+	src.set(pkey('q', 7, "c"), "3")
+	src.set(pkey('q', 9, "d"), "4")
+	var buf bytes.Buffer
+	w := bufio.NewWriter(&buf)
+	if err := snd.encode(w, []uint16{7, 9}, func(uint16, uint64, time.Time) {}); err != nil {
+		t.Fatal(err)
+	}
+	w.Flush()
+	if _, err := bak.apply(bufio.NewReader(bytes.NewReader(buf.Bytes()[:buf.Len()-3]))); err == nil {
+		t.Fatal("a truncated stream applied")
+	}
+	for _, p := range []uint16{7, 9} {
+		if m, _ := bak.meta(p); m.Version != before {
+			t.Fatalf("meta of %d at %d after a failed request, want %d", p, m.Version, before)
+		}
+	}
+	if ans := round(t, snd, bak, 7, 9); len(ans.Applied) != 2 || len(ans.Resync) != 0 {
+		t.Fatalf("the delta after a failed request: %+v", ans)
+	}
+	if c := copyOf(t, bak, 9); c[pkey('q', 9, "d")] != "4" {
+		t.Fatalf("copy of 9: %v", c)
+	}
+	fresh := &replicator{db: bak.db, parts: map[uint16]*replOut{}}
+	for _, p := range []uint16{7, 9} {
+		got, _ := fresh.meta(p)
+		want, _ := bak.meta(p)
+		if got.Source != want.Source || got.Version != want.Version || !got.At.Equal(want.At) {
+			t.Fatalf("meta of %d: Badger %+v, memory %+v", p, got, want)
+		}
+	}
+}
+
 // FuzzReplicaApply: any byte stream is applied or refused with an error, never a panic,
 // and never writes a key outside the replica prefix of a partition it names.
 func FuzzReplicaApply(f *testing.F) {
@@ -233,7 +286,7 @@ func redirPartOf(host string) uint16 {
 }
 
 // openMemFrontier opens a frontier on an in-memory Badger, both closed at the test's end.
-func openMemFrontier(t *testing.T, partOf func(string) uint16) (*frontier.Frontier, *badger.DB) {
+func openMemFrontier(t testing.TB, partOf func(string) uint16) (*frontier.Frontier, *badger.DB) {
 	db, err := badger.Open(badger.DefaultOptions("").WithInMemory(true).WithLogger(nil))
 	if err != nil {
 		t.Fatal(err)
@@ -524,8 +577,8 @@ func TestReplicaRoundScanMatchesPerPartitionExport(t *testing.T) {
 				snd.openSnap()
 				defer snd.closeSnap()
 				if shared {
-					snd.prefetch(groups)
-					if snd.scan == nil || snd.scan.since != since || len(snd.scan.parts) != 5 {
+					snd.prefetch(context.Background(), groups)
+					if snd.scan == nil || len(snd.scan.parts) != 5 || snd.scan.parts[0].since != since {
 						t.Fatalf("the shared pass did not cover the 5 partitions at version %d: %+v", since, snd.scan)
 					}
 				}
@@ -547,5 +600,346 @@ func TestReplicaRoundScanMatchesPerPartitionExport(t *testing.T) {
 				t.Fatalf("phase %d, %s: only %d bytes: the test made no changes", phase, b, len(one))
 			}
 		}
+	}
+}
+
+// TestReplicaChangedKeysMatchExport: a round that reads only the keys the change log saw
+// committed sends byte for byte what the full pass sends from the same snapshot and
+// since-version, for every writer of the frontier and the outbox (adds, fetches,
+// retries, drops, host clocks, imports, a partition dropped, outbox entries added and
+// acknowledged), with writes committed while the round is in flight left to the next
+// round, and for the round after that.
+func TestReplicaChangedKeysMatchExport(t *testing.T) {
+	partOf := func(h string) uint16 { return uint16(h[1]-'0') % 6 } // hN.test -> N mod 6
+	f, db := openMemFrontier(t, partOf)
+	snd := testReplicator(t, "n1", nil)
+	snd.db = db
+	snd.export = snd.frontierExport(f)
+	snd.exportMany = func(parts []uint16, since uint64, fn func(uint16, byte, []byte, []byte, bool) error) (uint64, error) {
+		return f.ExportPartitionsSinceTxn(snd.snap, parts, since, fn)
+	}
+	snd.changes = newChangeLog(db)
+	ctx, cancel := context.WithCancel(context.Background())
+	fed := make(chan struct{})
+	snd.changes.start()
+	// The feed can be held back (gate.Lock): commits are delivered late, as they may be
+	// under load, and a round must wait for its snapshot's.
+	var gate sync.RWMutex
+	go func() {
+		defer close(fed)
+		snd.changes.follow(ctx, func(kvs *badger.KVList) error {
+			gate.RLock()
+			defer gate.RUnlock()
+			return snd.changes.note(kvs)
+		})
+	}()
+	t.Cleanup(func() { cancel(); <-fed })
+
+	out, err := forward.New(forward.Config{DB: db, Self: "n1",
+		OwnerOf: func(uint16) (string, uint64, bool) { return "n2", 1, true },
+		Send:    func(context.Context, string, forward.Batch) error { return nil },
+		Local:   func([]forward.Link) error { return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq := 0
+	add := func(n int) {
+		t.Helper()
+		var cands []frontier.Candidate
+		for i := 0; i < n; i++ {
+			seq++
+			host := fmt.Sprintf("h%d.test", seq%10)
+			cands = append(cands, frontier.Candidate{URL: fmt.Sprintf("http://%s/p%d", host, seq), Host: host})
+		}
+		if _, err := f.Add(cands); err != nil {
+			t.Fatal(err)
+		}
+	}
+	outboxAdd := func(n int) {
+		t.Helper()
+		var links []forward.Link
+		for i := 0; i < n; i++ {
+			seq++
+			links = append(links, forward.Link{URL: fmt.Sprintf("http://x%d.test/l%d", seq%7, seq)})
+		}
+		if err := out.Add(links); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fetch := func(n int) {
+		t.Helper()
+		for i := 0; i < n; i++ {
+			lctx, lcancel := context.WithTimeout(context.Background(), time.Second)
+			l, err := f.Next(lctx)
+			lcancel()
+			if err != nil {
+				return
+			}
+			o := frontier.Outcome{Kind: frontier.Fetched, Status: 200}
+			switch i % 5 {
+			case 1:
+				o = frontier.Outcome{Kind: frontier.Retry, Err: "x"}
+			case 2:
+				o = frontier.Outcome{Kind: frontier.Drop, Err: "filtered"}
+			}
+			if err := f.Done(l, o); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	add(80)
+	outboxAdd(30)
+	// The copies stand at a version the change log covers (its feed delivered a commit
+	// before it).
+	add(1)
+	snd.openSnap()
+	since := snd.snap.ReadTs()
+	if !snd.changes.cut(ctx, since) {
+		t.Fatal("the change log's feed did not deliver")
+	}
+	snd.closeSnap()
+	groups := map[string][]uint16{"b1": {0, 1, 2, outboxSlot}, "b2": {3, 4, 5}}
+	for b, ps := range groups {
+		for _, p := range ps {
+			snd.parts[p] = &replOut{backup: b, version: since}
+		}
+	}
+
+	// Every writer, after the copies' version, with the feed held back until the round
+	// has its snapshot.
+	gate.Lock()
+	add(60)
+	fetch(25)
+	if err := f.ExportPartition(1, func(byte, []byte, []byte) error { return nil }); err != nil { // host clocks written
+		t.Fatal(err)
+	}
+	other, _ := openMemFrontier(t, partOf)
+	var ocands []frontier.Candidate
+	for i := 0; i < 12; i++ {
+		ocands = append(ocands, frontier.Candidate{URL: fmt.Sprintf("http://h4.test/imp%d", i), Host: "h4.test"})
+	}
+	if _, err := other.Add(ocands); err != nil {
+		t.Fatal(err)
+	}
+	var recs []rawTestRec
+	if err := other.ExportPartition(4, func(fam byte, k, v []byte) error {
+		recs = append(recs, rawTestRec{fam, slices.Clone(k), slices.Clone(v)})
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.ImportPartition(4, func() (byte, []byte, []byte, error) {
+		if len(recs) == 0 {
+			return 0, nil, nil, io.EOF
+		}
+		r := recs[0]
+		recs = recs[1:]
+		return r.fam, r.k, r.v, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.DropPartition(5); err != nil { // tombstones for the whole partition
+		t.Fatal(err)
+	}
+	// The outbox: entries shipped and acknowledged (deleted), then new ones.
+	octx, ocancel := context.WithCancel(context.Background())
+	if err := out.Start(octx); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); out.Queued() > 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the outbox did not drain")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	ocancel()
+	if err := out.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	outboxAdd(20)
+
+	var delivered atomic.Bool
+	compare := func(round int, inFlight func()) uint64 {
+		t.Helper()
+		snd.openSnap()
+		defer snd.closeSnap()
+		readTs := snd.snap.ReadTs()
+		inFlight() // committed after the snapshot: the next round's
+		keyed := snd.keyed.Load()
+		snd.prefetch(ctx, groups)
+		if round == 1 && !delivered.Load() {
+			t.Fatal("the round read the change log before the feed delivered its snapshot's commits")
+		}
+		if n := snd.keyed.Load() - keyed; n != 7 {
+			t.Fatalf("round %d: %d of 7 sections read from the change log", round, n)
+		}
+		scan := snd.scan
+		deletions, records := 0, 0
+		for _, phase := range []int{phaseAll, phaseAdd, phaseFinish} {
+			for _, b := range []string{"b1", "b2"} {
+				encode := func() []byte {
+					var buf bytes.Buffer
+					w := bufio.NewWriter(&buf)
+					if err := snd.encodePhase(w, groups[b], phase, func(uint16, uint64, time.Time) {}); err != nil {
+						t.Fatal(err)
+					}
+					w.Flush()
+					return buf.Bytes()
+				}
+				snd.scan = scan
+				keyedOut := encode()
+				snd.scan = nil
+				full := encode()
+				if !bytes.Equal(keyedOut, full) {
+					t.Fatalf("round %d, phase %d, %s: the changed keys' stream (%d bytes) differs from the full pass's (%d bytes)", round, phase, b, len(keyedOut), len(full))
+				}
+			}
+		}
+		for _, sp := range scan.parts {
+			for _, x := range sp.recs {
+				records++
+				if x.deleted {
+					deletions++
+				}
+			}
+		}
+		t.Logf("round %d: %d records, %d deletions", round, records, deletions)
+		if records < 100 || deletions < 20 {
+			t.Fatalf("round %d: %d records, %d deletions: the test made too few changes", round, records, deletions)
+		}
+		return readTs
+	}
+	// The round, with writes of every kind committed while it is in flight; the feed
+	// delivers them a little later.
+	next := compare(1, func() {
+		add(30)
+		fetch(10)
+		outboxAdd(5)
+		go func() {
+			time.Sleep(100 * time.Millisecond)
+			delivered.Store(true)
+			gate.Unlock()
+		}()
+	})
+
+	// The copies took the round: the log drops what they have; the writes made in flight
+	// and more go in the next round, while a writer keeps committing beside it.
+	acked := map[uint16]uint64{}
+	for p, st := range snd.parts {
+		st.version = next
+		acked[p] = next
+	}
+	snd.changes.settle(acked)
+	fetch(10)
+	if err := f.DropPartition(2); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	writer := make(chan struct{})
+	go func() {
+		defer close(writer)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			host := fmt.Sprintf("h%d.test", i%10)
+			if _, err := f.Add([]frontier.Candidate{{URL: fmt.Sprintf("http://%s/w%d", host, i), Host: host}}); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	compare(2, func() {})
+	close(stop)
+	<-writer
+	if snd.changes.overflows.Load() != 0 {
+		t.Fatalf("%d overflows", snd.changes.overflows.Load())
+	}
+}
+
+type rawTestRec struct {
+	fam  byte
+	k, v []byte
+}
+
+// BenchmarkReplicaRoundExport: a round's read-ahead of a small delta (200 new URLs) over
+// 64 partitions whose memtables hold 100,000 URLs written before the copies' version: the
+// one pass per family (which steps over every version in the memtables) against the
+// change log's keys.
+func BenchmarkReplicaRoundExport(b *testing.B) {
+	partOf := func(h string) uint16 {
+		n := 0
+		for _, c := range h[1:] {
+			if c < '0' || c > '9' {
+				break
+			}
+			n = n*10 + int(c-'0')
+		}
+		return uint16(n % 64)
+	}
+	f, db := openMemFrontier(b, partOf)
+	snd := testReplicator(b, "n1", nil)
+	snd.db = db
+	snd.export = snd.frontierExport(f)
+	snd.exportMany = func(parts []uint16, since uint64, fn func(uint16, byte, []byte, []byte, bool) error) (uint64, error) {
+		return f.ExportPartitionsSinceTxn(snd.snap, parts, since, fn)
+	}
+	changes := newChangeLog(db)
+	ctx, cancel := context.WithCancel(context.Background())
+	fed := make(chan struct{})
+	changes.start()
+	go func() { defer close(fed); changes.run(ctx) }()
+	b.Cleanup(func() { cancel(); <-fed })
+	add := func(n, from int) {
+		var cands []frontier.Candidate
+		for i := 0; i < n; i++ {
+			host := fmt.Sprintf("h%d.test", (from+i)%2000)
+			cands = append(cands, frontier.Candidate{URL: fmt.Sprintf("http://%s/p%d", host, from+i), Host: host})
+			if len(cands) == 1000 {
+				if _, err := f.Add(cands); err != nil {
+					b.Fatal(err)
+				}
+				cands = cands[:0]
+			}
+		}
+		if _, err := f.Add(cands); err != nil {
+			b.Fatal(err)
+		}
+	}
+	add(100_000, 0)
+	snd.changes = changes
+	snd.openSnap()
+	since := snd.snap.ReadTs()
+	if !changes.cut(ctx, since) {
+		b.Fatal("no feed")
+	}
+	snd.closeSnap()
+	groups := map[string][]uint16{"b1": nil}
+	for p := range uint16(64) {
+		groups["b1"] = append(groups["b1"], p)
+		snd.parts[p] = &replOut{backup: "b1", version: since}
+	}
+	add(200, 100_000)
+	for _, keyed := range []bool{false, true} {
+		name := "one-pass"
+		if keyed {
+			name = "changed-keys"
+		}
+		b.Run(name, func(b *testing.B) {
+			snd.changes = nil
+			if keyed {
+				snd.changes = changes
+			}
+			for b.Loop() {
+				snd.openSnap()
+				snd.prefetch(ctx, groups)
+				if snd.scan == nil || len(snd.scan.parts) != 64 {
+					b.Fatal("not read ahead")
+				}
+				snd.closeSnap()
+			}
+		})
 	}
 }

@@ -1,0 +1,261 @@
+package node
+
+import (
+	"context"
+	"encoding/binary"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/pb"
+
+	"github.com/crawlnode/crawlnode/forward"
+	"github.com/crawlnode/crawlnode/frontier"
+	"github.com/crawlnode/crawlnode/ring"
+)
+
+// changeLog keeps, per partition (and outboxSlot for the outbox), the keys committed to
+// the frontier's exported families and the outbox, with their commit versions, as
+// Badger's feed of committed writes (DB.Subscribe) reports them. A replica round reads
+// just those keys from its snapshot (frontier.ExportKeysTxn) instead of stepping over
+// every version Badger holds since the copy's version. Every writer of the DB is in the
+// feed (adds, completions, retries, host clocks, imports, deletions, the outbox), so no
+// writer has to report its keys; Badger's DropPrefix is the one write the feed does not
+// carry, and none of these families uses it (frontier.DropPartition writes tombstones).
+//
+// What it promises (covers): for a slot whose copy stands at version since, when
+// since >= max(base, from[slot]) and every commit up to the snapshot's read version has
+// been delivered (cut), the slot's keys with a version in (since, readTs] are exactly
+// the keys ExportSinceTxn would report from that snapshot. Why: Badger hands commits to
+// the feed in commit-version order (one write goroutine; commit versions are taken and
+// queued under one lock), so once a version v is delivered every commit below it has
+// been; base is the first version delivered, after which nothing is missed.
+//
+// Bounded: past maxChangedPerSlot keys in one slot, or maxChangedKeys in all, a slot's
+// keys are dropped and from[slot] moves to the version at hand; the copies standing
+// below it take the full pass (ExportPartitionsSinceTxn or ExportSinceTxn) once.
+type changeLog struct {
+	db      *badger.DB
+	famRank [256]uint8 // 1 + the family's place in frontier.ExportFamilies; 0: not one
+
+	mu     sync.Mutex
+	slots  map[uint16]map[string][]uint64 // slot -> key -> commit versions, ascending
+	n      int                            // keys held over all slots
+	from   [outboxSlot + 1]uint64         // commits of a slot with a version above it are held
+	base   uint64                         // the first version delivered (0: none yet)
+	seen   uint64                         // the highest version delivered
+	seenCh chan struct{}                  // closed, and replaced, when seen moves
+	live   bool                           // run was called (start)
+	dead   bool                           // the feed ended: nothing is covered any more
+
+	overflows atomic.Int64
+}
+
+const (
+	maxChangedPerSlot = 1 << 14
+	maxChangedKeys    = 1 << 17
+	// cutWait bounds how long a round waits for the feed to deliver its snapshot's
+	// commits (a marker write is delivered within milliseconds); past it the round takes
+	// the full pass.
+	cutWait = time.Second
+)
+
+// changeMarkKey is written when a round needs the feed to pass its snapshot's version
+// and no other write comes: a replica pseudo-partition no copy uses (held and clear stop
+// at outboxSlot).
+var changeMarkKey = []byte{famReplica, 0xff, 0xff, 'c', 'u', 't'}
+
+func newChangeLog(db *badger.DB) *changeLog {
+	cl := &changeLog{db: db, slots: map[uint16]map[string][]uint64{}, seenCh: make(chan struct{})}
+	for i, fam := range frontier.ExportFamilies() {
+		cl.famRank[fam] = uint8(i + 1)
+	}
+	return cl
+}
+
+// start marks the feed as coming (run is about to be called): rounds may wait for it.
+func (cl *changeLog) start() {
+	cl.mu.Lock()
+	cl.live = true
+	cl.mu.Unlock()
+}
+
+// run follows the feed until ctx ends (or the DB closes). Call start first.
+func (cl *changeLog) run(ctx context.Context) { cl.follow(ctx, cl.note) }
+
+// follow is run with the feed's batches handed to take (note, or a test's wrapper of it).
+func (cl *changeLog) follow(ctx context.Context, take func(*badger.KVList) error) {
+	matches := []pb.Match{{Prefix: []byte{forward.KeyPrefix}}, {Prefix: changeMarkKey}}
+	for _, fam := range frontier.ExportFamilies() {
+		matches = append(matches, pb.Match{Prefix: []byte{fam}})
+	}
+	_ = cl.db.Subscribe(ctx, take, matches)
+	cl.mu.Lock()
+	cl.dead = true
+	cl.mu.Unlock()
+}
+
+// slotOf maps a key of the feed to its slot.
+func (cl *changeLog) slotOf(k []byte) (uint16, bool) {
+	switch {
+	case len(k) == 0:
+		return 0, false
+	case k[0] == forward.KeyPrefix:
+		return outboxSlot, true
+	case cl.famRank[k[0]] == 0 || len(k) < 3:
+		return 0, false
+	}
+	p := binary.BigEndian.Uint16(k[1:3])
+	return p, p < ring.PartitionCount
+}
+
+// note takes one batch of the feed. It runs on Badger's publisher path (a slow callback
+// holds up every write once the feed's buffers fill): map updates only.
+func (cl *changeLog) note(kvs *badger.KVList) error {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	moved := false
+	for _, kv := range kvs.Kv {
+		v := kv.Version
+		if cl.base == 0 {
+			cl.base = v
+		}
+		if v > cl.seen {
+			cl.seen, moved = v, true
+		}
+		slot, ok := cl.slotOf(kv.Key)
+		if !ok || v <= cl.from[slot] {
+			continue
+		}
+		m := cl.slots[slot]
+		if m == nil {
+			m = map[string][]uint64{}
+			cl.slots[slot] = m
+		}
+		vs := m[string(kv.Key)]
+		switch {
+		case len(vs) == 0:
+			m[string(kv.Key)] = []uint64{v}
+			cl.n++
+		case vs[len(vs)-1] < v:
+			m[string(kv.Key)] = append(vs, v)
+		}
+		switch {
+		case len(m) > maxChangedPerSlot:
+			cl.overflowLocked(slot, v)
+		case cl.n > maxChangedKeys:
+			big := slot
+			for s, sm := range cl.slots {
+				if len(sm) > len(cl.slots[big]) {
+					big = s
+				}
+			}
+			cl.overflowLocked(big, v)
+		}
+	}
+	if moved {
+		close(cl.seenCh)
+		cl.seenCh = make(chan struct{})
+	}
+	return nil
+}
+
+// overflowLocked drops slot's keys: from now on it covers only commits after v.
+func (cl *changeLog) overflowLocked(slot uint16, v uint64) {
+	cl.n -= len(cl.slots[slot])
+	delete(cl.slots, slot)
+	cl.from[slot] = max(cl.from[slot], v)
+	cl.overflows.Add(1)
+}
+
+// cut waits until the feed has delivered every commit up to readTs (a snapshot's read
+// version), writing a marker if nothing else will pass it. False: the feed is not there
+// (not started, ended, or too slow); the round takes the full pass.
+func (cl *changeLog) cut(ctx context.Context, readTs uint64) bool {
+	marked := false
+	timeout := time.NewTimer(cutWait)
+	defer timeout.Stop()
+	for {
+		cl.mu.Lock()
+		ok, dead, ch := cl.base > 0 && cl.seen >= readTs, cl.dead || !cl.live, cl.seenCh
+		cl.mu.Unlock()
+		if ok || dead {
+			return ok
+		}
+		if !marked {
+			// A commit after the snapshot: its delivery is proof of every commit before.
+			if err := cl.db.Update(func(txn *badger.Txn) error { return txn.Set(changeMarkKey, nil) }); err != nil {
+				return false
+			}
+			marked = true
+			continue
+		}
+		select {
+		case <-ch:
+		case <-timeout.C:
+			return false
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// changed returns the keys of slot with a commit version in (since, readTs], in the
+// order ExportPartitionSinceTxn (or the outbox's ExportSinceTxn) streams them; false
+// when the log does not cover slot from since. Call it after cut(readTs).
+func (cl *changeLog) changed(slot uint16, since, readTs uint64) ([][]byte, bool) {
+	cl.mu.Lock()
+	if cl.dead || !cl.live || cl.base == 0 || since < max(cl.base, cl.from[slot]) {
+		cl.mu.Unlock()
+		return nil, false
+	}
+	var keys [][]byte
+	for k, vs := range cl.slots[slot] {
+		// vs ascending: the last version at or below readTs decides.
+		i, _ := slices.BinarySearch(vs, readTs+1)
+		if i > 0 && vs[i-1] > since {
+			keys = append(keys, []byte(k))
+		}
+	}
+	cl.mu.Unlock()
+	slices.SortFunc(keys, func(a, b []byte) int {
+		if ra, rb := cl.famRank[a[0]], cl.famRank[b[0]]; ra != rb {
+			return int(ra) - int(rb)
+		}
+		return slices.Compare(a, b)
+	})
+	return keys, true
+}
+
+// settle drops what no copy needs any more: of each slot in acked, the versions at or
+// below its backup's acknowledged version (0: none acknowledged, nothing dropped; a full
+// copy comes first); every other slot's keys (no longer held here: when held again, it
+// starts with a full copy read after now).
+func (cl *changeLog) settle(acked map[uint16]uint64) {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	for slot, m := range cl.slots {
+		upTo, held := acked[slot]
+		if !held {
+			cl.n -= len(m)
+			delete(cl.slots, slot)
+			cl.from[slot] = max(cl.from[slot], cl.seen)
+			continue
+		}
+		if upTo == 0 {
+			continue
+		}
+		for k, vs := range m {
+			i, _ := slices.BinarySearch(vs, upTo+1)
+			switch {
+			case i == len(vs):
+				delete(m, k)
+				cl.n--
+			case i > 0:
+				m[k] = vs[i:]
+			}
+		}
+	}
+}
