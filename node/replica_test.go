@@ -23,29 +23,35 @@ import (
 // fakeSource is a frontier's key space with versions, as ExportPartitionSince sees it.
 type fakeSource struct {
 	version uint64
-	keys    map[string]struct {
-		v       []byte
-		version uint64
-		deleted bool
-	}
+	keys    map[string]fakeKey
+}
+
+type fakeKey struct {
+	v       []byte
+	version uint64
+	deleted bool
+}
+
+func newFakeSource() *fakeSource { return &fakeSource{keys: map[string]fakeKey{}} }
+
+// replicaPair: a sender n1 over a fake source holding partitions 7 and 9, backed up on n2.
+func replicaPair(t *testing.T) (*fakeSource, *replicator, *replicator) {
+	src := newFakeSource()
+	snd := testReplicator(t, "n1", src)
+	bak := testReplicator(t, "n2", nil)
+	snd.parts[7] = &replOut{backup: "n2"}
+	snd.parts[9] = &replOut{backup: "n2"}
+	return src, snd, bak
 }
 
 func (f *fakeSource) set(k string, v string) {
 	f.version++
-	f.keys[k] = struct {
-		v       []byte
-		version uint64
-		deleted bool
-	}{[]byte(v), f.version, false}
+	f.keys[k] = fakeKey{[]byte(v), f.version, false}
 }
 
 func (f *fakeSource) del(k string) {
 	f.version++
-	f.keys[k] = struct {
-		v       []byte
-		version uint64
-		deleted bool
-	}{nil, f.version, true}
+	f.keys[k] = fakeKey{nil, f.version, true}
 }
 
 func (f *fakeSource) export(p uint16, since uint64, fn func(byte, []byte, []byte, bool) error) (uint64, error) {
@@ -128,15 +134,7 @@ func round(t *testing.T, snd, bak *replicator, parts ...uint16) replicaAnswer {
 }
 
 func TestReplicaDeltasInOrder(t *testing.T) {
-	src := &fakeSource{keys: map[string]struct {
-		v       []byte
-		version uint64
-		deleted bool
-	}{}}
-	snd := testReplicator(t, "n1", src)
-	bak := testReplicator(t, "n2", nil)
-	snd.parts[7] = &replOut{backup: "n2"}
-	snd.parts[9] = &replOut{backup: "n2"}
+	src, snd, bak := replicaPair(t)
 	src.set(pkey('q', 7, "a"), "1")
 	src.set(pkey('s', 7, "a"), "queued")
 	src.set(pkey('q', 9, "b"), "2")
@@ -189,15 +187,7 @@ func TestReplicaDeltasInOrder(t *testing.T) {
 // copy's meta (the stream is one write batch); the same delta then applies whole, with no
 // reset. The backup's in-memory metas agree with Badger's after a restart.
 func TestReplicaApplyCutShort(t *testing.T) {
-	src := &fakeSource{keys: map[string]struct {
-		v       []byte
-		version uint64
-		deleted bool
-	}{}}
-	snd := testReplicator(t, "n1", src)
-	bak := testReplicator(t, "n2", nil)
-	snd.parts[7] = &replOut{backup: "n2"}
-	snd.parts[9] = &replOut{backup: "n2"}
+	src, snd, bak := replicaPair(t)
 	src.set(pkey('q', 7, "a"), "1")
 	src.set(pkey('q', 9, "b"), "2")
 	round(t, snd, bak, 7, 9)
@@ -237,11 +227,7 @@ func TestReplicaApplyCutShort(t *testing.T) {
 // FuzzReplicaApply: any byte stream is applied or refused with an error, never a panic,
 // and never writes a key outside the replica prefix of a partition it names.
 func FuzzReplicaApply(f *testing.F) {
-	src := &fakeSource{keys: map[string]struct {
-		v       []byte
-		version uint64
-		deleted bool
-	}{}}
+	src := newFakeSource()
 	src.set(pkey('q', 3, "x"), "v")
 	src.set(pkey('s', 3, "x"), "w")
 	src.del(pkey('q', 3, "y"))
