@@ -52,7 +52,8 @@ func scan(body []byte, dst *Page) bool {
 			raw := body[lt:end]
 			name := rawTagName(raw)
 			selfClosing := raw[len(raw)-2] == '/'
-			var lname [9]byte
+			var lname [9]byte // "plaintext", the longest name that matters
+			ln := ""
 			if len(name) <= len(lname) {
 				for k, c := range name {
 					if 'A' <= c && c <= 'Z' {
@@ -60,9 +61,6 @@ func scan(body []byte, dst *Page) bool {
 					}
 					lname[k] = c
 				}
-			}
-			ln := ""
-			if len(name) <= len(lname) {
 				ln = string(lname[:len(name)])
 			}
 			switch ln {
