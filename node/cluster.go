@@ -31,7 +31,9 @@ package node
 //   - Done (for --exit-when-done) is decided by each node: every registered member alive
 //     and idle (empty frontier, nothing in flight, empty outbox, no handoff, nothing held
 //     for another owner) in two consecutive rounds a second apart, with every partition
-//     leased. A node that decided keeps answering "done" for a few seconds before it
+//     leased and at least one member seeded (given seeds, or holding seen URLs): a
+//     cluster started without seeds waits for them rather than calling an empty crawl
+//     done. A node that decided keeps answering "done" for a few seconds before it
 //     exits, and a node that hears "done" from a peer is done too.
 //   - Internal node-to-node calls are plain HTTP on the API address under /internal/,
 //     carrying the API token when one is set.
@@ -206,9 +208,11 @@ type cluster struct {
 	leftOnce   sync.Once
 	doneLocal  atomic.Bool // this node decided the cluster is done
 	doneSeen   atomic.Bool // a peer said the cluster is done
-	ready      chan struct{}
-	readyOnce  sync.Once
-	state      atomic.Value // gossip.State we announce
+	// unseededLogged: the "no seeds yet" line of clusterDone was logged.
+	unseededLogged atomic.Bool
+	ready          chan struct{}
+	readyOnce      sync.Once
+	state          atomic.Value // gossip.State we announce
 
 	stats struct {
 		handoffs, handoffFails, handoffBytes, handoffRecords atomic.Int64

@@ -1,9 +1,12 @@
 package node
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
@@ -142,5 +145,64 @@ func TestClusterInProcess(t *testing.T) {
 	if rep.DuplicateFetches != 0 || rep.RobotsViolations != 0 || rep.BeforeRobots != 0 || rep.PolitenessViolations != 0 {
 		t.Errorf("duplicates %d %v, robots violations %d, before robots %d, politeness %d %v", rep.DuplicateFetches, rep.Duplicates,
 			rep.RobotsViolations, rep.BeforeRobots, rep.PolitenessViolations, rep.PolitenessSamples)
+	}
+}
+
+// TestExitWhenDoneWaitsForSeeds: a node started with --exit-when-done and no seeds (a
+// member waiting for seeds through the API) must not call an empty crawl done; once seeds
+// arrive, it crawls them all and exits. (Under load, a cluster formed before its seeds
+// arrived used to decide it was done and exit a few seconds later, with its seeds unfetched.)
+func TestExitWhenDoneWaitsForSeeds(t *testing.T) {
+	cfg := simweb.DefaultConfig()
+	cfg.Hosts, cfg.Seed, cfg.MeanPages, cfg.MaxWords = 4, 3, 10, 500
+	cfg.CrawlDelayHosts = 0
+	w, rule := startSimweb(t, cfg)
+	nc := testNodeConfig(t.TempDir(), "solo", rule)
+	n, err := New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- n.Run(context.Background()) }()
+	var api string
+	for deadline := time.Now().Add(10 * time.Second); api == ""; {
+		if time.Now().After(deadline) {
+			t.Fatal("no API address after 10 s")
+		}
+		api, _ = n.httpAddr.Load().(string)
+		time.Sleep(10 * time.Millisecond)
+	}
+	// A lone node checks for completion every 200 ms and needs two idle rounds: 3 s is
+	// many rounds, once its partitions are leased.
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); {
+		select {
+		case err := <-errc:
+			t.Fatalf("the node exited before it was given a seed (err %v)", err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	if v := n.Cluster(); len(v.Leases) == 0 {
+		t.Fatalf("no partition leased after 3 s: the wait above proved nothing")
+	}
+	body, _ := json.Marshal(map[string]any{"urls": w.Seeds()})
+	resp, err := http.Post("http://"+api+"/v1/crawl/seeds", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("POST /v1/crawl/seeds: %s", resp.Status)
+	}
+	select {
+	case err := <-errc:
+		if err != nil {
+			t.Fatalf("run: %v", err)
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the node did not finish its seeded crawl within 2 minutes")
+	}
+	rep := w.Report(simweb.ReportOptions{UserAgent: DefaultUserAgent, DefaultDelay: testCrawlDelay, PerHost: 1})
+	if rep.Coverage < 1 {
+		t.Errorf("coverage %.4f (%d/%d)", rep.Coverage, rep.Reached, rep.MustReach)
 	}
 }

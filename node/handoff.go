@@ -424,11 +424,16 @@ type idleReport struct {
 	Fetched int64  `json:"fetched"`
 	Queued  int    `json:"queued"`
 	Outbox  int    `json:"outbox"`
+	// Seeded: this node was given seeds (its scope holds seed hosts) or holds seen URLs.
+	// A cluster none of whose members is seeded has not started its crawl, so it is not
+	// done: members started with --exit-when-done wait for seeds sent through the API.
+	Seeded bool `json:"seeded"`
 }
 
 func (c *cluster) localIdle() idleReport {
 	fs := c.n.front.Stats()
-	rep := idleReport{Node: c.self, Done: c.doneLocal.Load(), Fetched: c.n.stats.fetched.Load(), Queued: fs.Queued, Outbox: c.out.Queued()}
+	rep := idleReport{Node: c.self, Done: c.doneLocal.Load(), Fetched: c.n.stats.fetched.Load(), Queued: fs.Queued, Outbox: c.out.Queued(),
+		Seeded: fs.Seen > 0 || c.n.hasSeedHosts()}
 	c.mu.Lock()
 	held := len(c.handing) > 0
 	for _, h := range c.hold {
@@ -454,6 +459,7 @@ func (c *cluster) clusterDone(ctx context.Context, prev *int64) bool {
 	}
 	alive := c.aliveMembers()
 	var total int64
+	seeded := false
 	for name := range t.members {
 		var rep idleReport
 		if name == c.self {
@@ -477,7 +483,16 @@ func (c *cluster) clusterDone(ctx context.Context, prev *int64) bool {
 			*prev = -1
 			return false
 		}
+		seeded = seeded || rep.Seeded
 		total += rep.Fetched
+	}
+	if !seeded {
+		// Nothing was ever given to crawl: an idle cluster that has not started yet.
+		if !c.unseededLogged.Swap(true) {
+			c.log.Info("no seeds yet: the crawl is not done until it has had some (POST /v1/crawl/seeds or crawlnode seed)")
+		}
+		*prev = -1
+		return false
 	}
 	if *prev == total {
 		return true

@@ -141,6 +141,13 @@ func (n *Node) addSeedHosts(hostKeys []string) error {
 	return n.db.Update(func(txn *badger.Txn) error { return txn.Set(scopeKey, b) })
 }
 
+// hasSeedHosts reports whether this node was ever given a seed (its scope is persisted).
+func (n *Node) hasSeedHosts() bool {
+	n.scope.mu.RLock()
+	defer n.scope.mu.RUnlock()
+	return len(n.scope.hosts) > 0
+}
+
 // inScope reports whether a discovered link (canonical URL and its host key) is followed.
 func (n *Node) inScope(url, hostKey string) bool {
 	s := &n.scope
