@@ -253,9 +253,19 @@ func (cr *clusterRun) waitAll(d time.Duration) {
 	}
 }
 
+// dump logs each member's output tail. With CRAWLNODE_E2E_LOGDIR set it also writes each
+// member's whole output there (test name and member name), to read a stall in full.
 func (cr *clusterRun) dump() {
+	dir := os.Getenv("CRAWLNODE_E2E_LOGDIR")
 	for _, n := range cr.nodes {
-		cr.t.Logf("--- %s output tail:\n%s", n.name, tail(n.c.stderr.String(), 3000))
+		out := n.c.stderr.String()
+		cr.t.Logf("--- %s output tail:\n%s", n.name, tail(out, 3000))
+		if dir != "" {
+			p := filepath.Join(dir, strings.ReplaceAll(cr.t.Name(), "/", "_")+"-"+n.name+".log")
+			if err := os.WriteFile(p, []byte(out), 0o644); err != nil {
+				cr.t.Logf("writing %s: %v", p, err)
+			}
+		}
 	}
 }
 
