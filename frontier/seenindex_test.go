@@ -1,12 +1,17 @@
 package frontier
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
-	"golang.org/x/sys/unix"
+	"math/rand/v2"
 	"os"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // Cold confirmations stay exact: with a seen cache too small to hold anything for long and
@@ -196,5 +201,110 @@ func TestSeenIndexMappedRuns(t *testing.T) {
 	_, h := key(5)
 	if ok, err := ix.has(1, h); err == nil || ok {
 		t.Fatalf("lookup in a mapping past its file's end: found %v, err %v; want an error", ok, err)
+	}
+}
+
+// A run's lookup finds every key it holds and no other, whatever the keys' spread: a few
+// partitions of very different sizes (blocks spanning partition boundaries, where the
+// lookup's guess from the block's first prefixes is poor) and a cluster of keys sharing
+// their 8-byte prefix (blocks whose first prefixes are equal). blockSearch itself must give
+// the bisection's answer from every starting guess.
+func TestSeenIndexLookupAnySpread(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	const h0 = 0x5a // the sub-filter: the hash's first byte
+	var keys [][19]byte
+	key := func(part uint16) [19]byte {
+		var k [19]byte
+		k[0], k[1], k[2], k[3] = famSeen, byte(part>>8), byte(part), h0
+		for i := 4; i < 19; i++ {
+			k[i] = byte(r.Uint32())
+		}
+		return k
+	}
+	for part, n := range []int{1, 3000, 5, 700, 2, 0, 1500, 1} {
+		for range n {
+			keys = append(keys, key(uint16(part)))
+		}
+	}
+	same := key(9)
+	for range 600 { // one 8-byte prefix: partition 9, hash bytes 1-6 fixed
+		k := same
+		for i := 10; i < 19; i++ {
+			k[i] = byte(r.Uint32())
+		}
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b [19]byte) int { return bytes.Compare(a[:], b[:]) })
+	keys = slices.Compact(keys)
+
+	ix := newSeenIndex(t.TempDir())
+	w, err := ix.writer(1 << 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		w.add(k[:])
+	}
+	run, err := w.finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix.install(h0, run)
+	defer ix.close()
+
+	has := func(k [19]byte) bool {
+		var h [16]byte
+		copy(h[:], k[3:])
+		found, err := ix.has(uint16(k[1])<<8|uint16(k[2]), h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return found
+	}
+	held := map[[19]byte]bool{}
+	for _, k := range keys {
+		held[k] = true
+	}
+	for _, k := range keys {
+		if !has(k) {
+			t.Fatalf("key %x of the run not found", k)
+		}
+		for _, d := range []int{-1, 1} { // its neighbours in the last byte
+			n := k
+			n[18] = byte(int(n[18]) + d)
+			if !held[n] && has(n) {
+				t.Fatalf("key %x found, not in the run", n)
+			}
+		}
+	}
+	for range 20000 {
+		k := key(uint16(r.IntN(12)))
+		if !held[k] && has(k) {
+			t.Fatalf("key %x found, not in the run", k)
+		}
+	}
+
+	// blockSearch from every guess, against a bisection, in a few blocks.
+	for _, b := range []int{0, 3, len(run.first) / 2, len(run.first) - 1} {
+		cnt := min(idxPer, run.n-b*idxPer)
+		blk := run.m[b*idxBlock : b*idxBlock+cnt*idxEntry]
+		for i := 0; i <= cnt; i += 7 {
+			var e [idxEntry]byte
+			if i < cnt {
+				copy(e[:], blk[i*idxEntry:])
+			} else {
+				e = [idxEntry]byte{0xff, 0xff}
+			}
+			for _, d := range []int{0, -1, 1} {
+				target := e
+				target[17] = byte(int(target[17]) + d)
+				want := sort.Search(cnt, func(j int) bool { return bytes.Compare(blk[j*idxEntry:(j+1)*idxEntry], target[:]) >= 0 })
+				for g := -2; g <= cnt+2; g++ {
+					if got := blockSearch(blk, cnt, g, target[:]); got != want {
+						t.Fatalf("block %d, key %x, guess %d: %d, want %d", b, target, g, got, want)
+					}
+				}
+			}
+		}
 	}
 }
