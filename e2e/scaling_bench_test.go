@@ -31,8 +31,10 @@ import (
 // server is never the bottleneck and never takes CPU from a node: on the 2-core machine
 // the nodes share CPU 0 (4 x 0.22 = 0.88 of it) and simweb has CPU 1. The web is simweb's
 // clean profile (no delay, no traps or other pathologies: pages/s bound by the nodes' CPU,
-// not by politeness) with 600 hosts (84,259 must-reach pages), so every node owns about as many hosts as it can keep
-// busy, and large enough that no run nears its end inside the window. Each node keeps its
+// not by politeness) with 600 hosts and 300 pages a host on average (CRAWLNODE_SCALING_MEAN_PAGES;
+// 150 gave 84,259 must-reach pages, which four nodes neared the end of inside the window
+// once the fetch path had become twice as cheap), so every node owns about as many hosts
+// as it can keep busy, and large enough that no run nears its end inside the window. Each node keeps its
 // data on a tmpfs (fuse-overlayfs writes would be paid by a daemon outside the container's
 // CPU limit). Environment knobs: CRAWLNODE_SCALING_CPUS (C, default 0.22),
 // CRAWLNODE_SCALING_NODES (default "1,2,4,1": the one-node figure is the mean of its runs), CRAWLNODE_SCALING_WINDOW (default 30s),
@@ -59,7 +61,7 @@ func BenchmarkClusterCPUScaling(b *testing.B) {
 		settle:        envDuration(b, "CRAWLNODE_SCALING_SETTLE", 10*time.Second),
 		extra:         strings.Fields(os.Getenv("CRAWLNODE_SCALING_ARGS")),
 		hosts:         600,
-		meanPages:     150,
+		meanPages:     envInt(b, "CRAWLNODE_SCALING_MEAN_PAGES", 300),
 		image:         buildImage(b),
 		partitionsAll: 271,
 		profileDir:    os.Getenv("CRAWLNODE_SCALING_PROFILE"),
@@ -501,6 +503,18 @@ func scrapeMetric(url, name string) float64 {
 		}
 	}
 	return sum
+}
+
+func envInt(b *testing.B, k string, def int) int {
+	v := os.Getenv(k)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		b.Fatalf("%s %q: want a positive integer", k, v)
+	}
+	return n
 }
 
 func envOr(k, def string) string {
