@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"container/heap"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -597,6 +598,53 @@ type prep struct {
 	links int
 }
 
+// batchDedup finds, within one Add call, the item an earlier candidate with the same URL
+// hash became. For up to dedupSmall candidates (a page's links, a forwarded batch) it is
+// an open-addressed table on the caller's stack, indexed by hash bytes (uniform) and at
+// most half full; beyond that, a map. The map per call was 5% of the CPU of a mostly-seen
+// link check.
+type batchDedup struct {
+	slots [2 * dedupSmall]int32 // index in items + 1; 0 = empty
+	mask  uint64
+	big   map[[16]byte]int
+}
+
+const dedupSmall = 256
+
+func (d *batchDedup) init(n int) {
+	if n > dedupSmall {
+		d.big = make(map[[16]byte]int, n)
+		return
+	}
+	size := uint64(16)
+	for size < 2*uint64(n) {
+		size *= 2
+	}
+	d.mask = size - 1
+}
+
+// lookupOrInsert returns the index of the item with hash h and true, or records that the
+// item with hash h is about to be appended at len(items) and returns false.
+func (d *batchDedup) lookupOrInsert(items []prep, h [16]byte) (int, bool) {
+	if d.big != nil {
+		if j, ok := d.big[h]; ok {
+			return j, true
+		}
+		d.big[h] = len(items)
+		return 0, false
+	}
+	for i := binary.LittleEndian.Uint64(h[8:]) & d.mask; ; i = (i + 1) & d.mask {
+		s := d.slots[i]
+		if s == 0 {
+			d.slots[i] = int32(len(items) + 1)
+			return 0, false
+		}
+		if items[s-1].hash == h {
+			return int(s - 1), true
+		}
+	}
+}
+
 // Add admits candidates: trap defenses, seen check (Bloom, every "maybe" confirmed against
 // the exact Badger key), per-host caps, then one Badger transaction that marks them seen
 // and queues them together (split only between URLs when Badger's batch limit is near).
@@ -606,10 +654,8 @@ func (f *Frontier) Add(cands []Candidate) (AddResult, error) {
 		return res, ErrClosed
 	}
 	items := make([]prep, 0, len(cands))
-	var dup map[[16]byte]int // hash -> index in items
-	if len(cands) > 1 {
-		dup = make(map[[16]byte]int, len(cands))
-	}
+	var dup batchDedup
+	dup.init(len(cands))
 	lim := *f.limits.Load()
 	for i := range cands {
 		c := &cands[i]
@@ -626,16 +672,13 @@ func (f *Frontier) Add(cands []Candidate) (AddResult, error) {
 			continue
 		}
 		hash := URLHash(c.URL)
-		if dup != nil {
-			if j, ok := dup[hash]; ok {
-				// The same URL from several pages of one batch: each occurrence is an
-				// in-link and brings its cash.
-				res.AlreadySeen++
-				items[j].cash += c.Cash
-				items[j].links++
-				continue
-			}
-			dup[hash] = len(items)
+		if j, ok := dup.lookupOrInsert(items, hash); ok {
+			// The same URL from several pages of one batch: each occurrence is an
+			// in-link and brings its cash.
+			res.AlreadySeen++
+			items[j].cash += c.Cash
+			items[j].links++
+			continue
 		}
 		items = append(items, prep{c: c, host: hn, part: f.cfg.PartitionOf(hn), hash: hash, cash: c.Cash, links: 1})
 	}

@@ -78,7 +78,7 @@ func staticCheck(l trapLimits, url string, depth int) string {
 	if l.maxParams >= 0 && countParams(query) > l.maxParams {
 		return RejectTooManyParams
 	}
-	if l.maxRepeated >= 0 && maxSegmentRepeats(path) > l.maxRepeated {
+	if l.maxRepeated >= 0 && maxSegments(path) > l.maxRepeated && maxSegmentRepeats(path) > l.maxRepeated {
 		return RejectRepeatedSegments
 	}
 	return ""
@@ -121,6 +121,17 @@ func maxSegmentRepeats(path string) int {
 		best = max(best, n)
 	}
 	return best
+}
+
+// maxSegments bounds the number of non-empty /-separated segments of path from above
+// (one more than its slashes, less one when it starts with one), so that the common short
+// path skips maxSegmentRepeats' quadratic walk: no segment of it can occur more often.
+func maxSegments(path string) int {
+	n := strings.Count(path, "/") + 1
+	if strings.HasPrefix(path, "/") {
+		n--
+	}
+	return n
 }
 
 // nextSeg splits off the first /-separated segment of p.

@@ -1,6 +1,9 @@
 package frontier
 
-import "testing"
+import (
+	"math/rand/v2"
+	"testing"
+)
 
 func TestHostOf(t *testing.T) {
 	cases := []struct{ in, want string }{
@@ -229,5 +232,65 @@ func TestRetryParkIsDeadAtOnce(t *testing.T) {
 	}
 	if st := f.Stats(); st.RetryPending != 0 || st.DeadLetters != 1 || !f.Idle() {
 		t.Fatalf("stats %+v idle %v", st, f.Idle())
+	}
+}
+
+// maxSegments never undercounts: the shortcut it gives staticCheck skips only paths where
+// no segment can occur more often than the limit.
+func TestMaxSegmentsBound(t *testing.T) {
+	parts := []string{"", "/", "a", "b", "/a", "a/", "//", "a/a", "/a/a", "aa/a"}
+	var walk func(p string, depth int)
+	walk = func(p string, depth int) {
+		if r := maxSegmentRepeats(p); r > maxSegments(p) {
+			t.Fatalf("path %q: a segment occurs %d times, bound %d", p, r, maxSegments(p))
+		}
+		if depth == 0 {
+			return
+		}
+		for _, s := range parts {
+			walk(p+s, depth-1)
+		}
+	}
+	walk("", 5)
+	// Exact on the paths with one repeated segment and nothing else.
+	for _, p := range []string{"a", "/a", "a/a", "/a/a/a", "a/a/a/a"} {
+		if r, b := maxSegmentRepeats(p), maxSegments(p); r != b {
+			t.Errorf("path %q: %d repeats, bound %d", p, r, b)
+		}
+	}
+}
+
+// batchDedup answers as a map would, on the stack table (with probe chains: hashes that
+// share the bytes it indexes by) and on the map beyond dedupSmall candidates.
+func TestBatchDedup(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, n := range []int{1, 2, 7, 100, dedupSmall, dedupSmall + 1, 1000} {
+		var pool [][16]byte
+		for range max(n/3, 1) {
+			var h [16]byte
+			for i := range h {
+				h[i] = byte(r.Uint32())
+			}
+			if r.IntN(3) == 0 && len(pool) > 0 { // same index bytes as another hash
+				copy(h[8:], pool[r.IntN(len(pool))][8:])
+			}
+			pool = append(pool, h)
+		}
+		var d batchDedup
+		d.init(n)
+		var items []prep
+		want := map[[16]byte]int{}
+		for range n {
+			h := pool[r.IntN(len(pool))]
+			j, ok := d.lookupOrInsert(items, h)
+			wj, wok := want[h]
+			if ok != wok || ok && j != wj {
+				t.Fatalf("n=%d: hash %x: got (%d, %v), want (%d, %v)", n, h, j, ok, wj, wok)
+			}
+			if !ok {
+				want[h] = len(items)
+				items = append(items, prep{hash: h})
+			}
+		}
 	}
 }
