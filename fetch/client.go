@@ -143,6 +143,15 @@ func (c *Client) SetUserAgent(ua string) {
 func (c *Client) Close() error {
 	c.mu.Lock()
 	c.closed.Store(true)
+	c.mu.Unlock()
+	c.CloseIdle()
+	return nil
+}
+
+// CloseIdle closes the connections no request uses now; the next request to their host
+// connects again.
+func (c *Client) CloseIdle() {
+	c.mu.Lock()
 	hosts := make([]*hostEntry, 0, len(c.hosts))
 	for _, h := range c.hosts {
 		hosts = append(hosts, h)
@@ -151,7 +160,6 @@ func (c *Client) Close() error {
 	for _, h := range hosts {
 		h.hc.CloseIdleConnections()
 	}
-	return nil
 }
 
 // Do performs a GET of req.URL. Redirects are returned, not followed.
@@ -479,6 +487,11 @@ func (c *Client) dial(addr string, timeout time.Duration) (net.Conn, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadURL, err)
+	}
+	if c.cfg.DialFault != nil {
+		if err := c.cfg.DialFault(addr); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrConnect, err)
+		}
 	}
 	d := net.Dialer{Timeout: timeout}
 	if to, ok := c.resolve.lookup(host, port); ok {

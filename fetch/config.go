@@ -90,6 +90,11 @@ type Config struct {
 
 	// Now is the clock, injectable for tests. Default time.Now.
 	Now func() time.Time
+
+	// DialFault, when set, is asked before each connect to addr ("host:port" of the
+	// URL); an error it returns fails the connect as the system's would (wrapped in
+	// ErrConnect). Fault injection for tests: a node cut off its network.
+	DialFault func(addr string) error
 }
 
 // DefaultConfig returns a Config with every default filled in.

@@ -336,6 +336,12 @@ func (n *Node) handle(ctx context.Context, l *frontier.Lease, ws *workerState) f
 			// Aborted at shutdown: not an attempt of the server's doing.
 			return frontier.Outcome{Kind: frontier.Requeue}
 		}
+		if n.net.failed(hostKey, err, ws.finished) {
+			// This node's network is down: not an attempt of the host's (netWatch).
+			n.stats.countError("network_unreachable")
+			n.front.DeferHost(hostKey, offlineRetry)
+			return frontier.Outcome{Kind: frontier.Requeue, NoRequest: true}
+		}
 		cls := fetch.Classify(err)
 		switch cls {
 		case fetch.ClassTimeout:
@@ -361,6 +367,7 @@ func (n *Node) handle(ctx context.Context, l *frontier.Lease, ws *workerState) f
 		return frontier.Outcome{Kind: frontier.Fetched, Err: msg}
 	}
 	ws.finished = resp.Finished
+	n.net.responded()
 	if resp.Truncated {
 		// We stopped reading and closed while the server was still sending: it learns of
 		// the close only when a write of its fails, maybe after our delay has run (a chaos

@@ -140,6 +140,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
+
+	// dialFault is fetch.Config.DialFault, for this package's tests.
+	dialFault func(addr string) error
 }
 
 func (c *Config) setDefaults() {
@@ -289,6 +292,7 @@ type Node struct {
 	ua     atomic.Pointer[string] // the user agent now (the job configuration may change it)
 	delay  atomic.Int64           // the default per-host delay now (ns), likewise
 	bfs    atomic.Bool            // breadth-first order: no OPIC cash (Config.Priority, job)
+	net    netWatch               // this node's own network down: failures not the hosts'
 
 	started      time.Time
 	stats        counters
@@ -320,6 +324,7 @@ func New(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{cfg: cfg, dir: dir, log: cfg.Logger.With("component", "node", "node", dir.Node)}
+	n.net.log = n.log
 	n.httpAddr.Store("")
 	ok := false
 	defer func() {
@@ -370,6 +375,7 @@ func New(cfg Config) (*Node, error) {
 		// than requests, and keep-alive reuses them.
 		MaxConnsPerHost: cfg.PerHost,
 		Now:             cfg.Now,
+		DialFault:       cfg.dialFault,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("fetch client: %w", err)

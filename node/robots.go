@@ -63,9 +63,15 @@ func (n *Node) robotsFor(ctx context.Context, scheme, hostKey string, l *frontie
 		return nil, frontier.Outcome{Kind: frontier.Requeue}, false
 	}
 	var r *fetch.Robots
+	if err != nil && n.net.failed(hostKey, err, ws.finished) {
+		// This node's network is down: robots.txt was not asked (netWatch).
+		n.front.DeferHost(hostKey, offlineRetry)
+		return nil, frontier.Outcome{Kind: frontier.Requeue, NoRequest: true}, false
+	}
 	if err != nil {
 		r = fetch.UnreachableRobots(n.cfg.Now())
 	} else {
+		n.net.responded()
 		r = fetch.ParseRobots(rr.Status, rr.Body, rr.Finished)
 		n.archiveRobots(rr)
 	}

@@ -117,11 +117,18 @@ func (n *Node) tdmFor(ctx context.Context, scheme, hostKey string, rules *fetch.
 		if ctx.Err() != nil {
 			return nil, frontier.Outcome{Kind: frontier.Requeue}, false
 		}
+		if err != nil && n.net.failed(hostKey, err, n.cfg.Now()) {
+			// This node's network is down: the file was not asked (netWatch).
+			ws.finished = n.cfg.Now()
+			n.front.DeferHost(hostKey, offlineRetry)
+			return nil, frontier.Outcome{Kind: frontier.Requeue, NoRequest: true}, false
+		}
 		if err != nil {
 			ws.finished = n.cfg.Now()
 			p = &tdmPolicy{FetchedAt: now}
 		} else {
 			ws.finished = resp.Finished
+			n.net.responded()
 			if loc, err := n.archive(resp, url); err == nil && loc.remember != nil {
 				n.rememberPayloads([]payloadEntry{*loc.remember})
 			}
