@@ -19,6 +19,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -81,6 +82,37 @@ func (d *dockerCluster) compose(args ...string) (string, error) {
 	return string(out), err
 }
 
+// chaosLogLevel is the members' log level: warn, or CRAWLNODE_E2E_LOG_LEVEL (info or debug
+// to follow a failure's handoffs, with CRAWLNODE_E2E_LOGDIR to keep them).
+func chaosLogLevel() string {
+	if l := os.Getenv("CRAWLNODE_E2E_LOG_LEVEL"); l != "" {
+		return l
+	}
+	return "warn"
+}
+
+// saveLogs writes, with CRAWLNODE_E2E_LOGDIR set, every member's whole output (the compose
+// services' and the containers added later) there, named after the test, to read a
+// failure in full: the test's own log keeps only the tails.
+func (d *dockerCluster) saveLogs() {
+	dir := os.Getenv("CRAWLNODE_E2E_LOGDIR")
+	if dir == "" {
+		return
+	}
+	name := strings.ReplaceAll(d.t.Name(), "/", "_")
+	out, _ := d.compose("logs", "--no-color", "--timestamps")
+	for _, c := range d.extra {
+		more, _ := exec.Command("docker", "logs", "--timestamps", c).CombinedOutput()
+		out += "\n--- " + c + "\n" + string(more)
+	}
+	p := filepath.Join(dir, name+".log")
+	if err := os.WriteFile(p, []byte(out), 0o644); err != nil {
+		d.t.Logf("writing %s: %v", p, err)
+		return
+	}
+	d.t.Logf("whole logs in %s", p)
+}
+
 func (d *dockerCluster) docker(args ...string) string {
 	d.t.Helper()
 	out, err := exec.Command("docker", args...).CombinedOutput()
@@ -97,7 +129,7 @@ func startDockerCluster(t *testing.T, image string, hosts, seed int, grace time.
 		d.subnet = fmt.Sprintf("172.30.%d", 10+rand.IntN(240))
 		d.env = append(os.Environ(), "CRAWLNODE_IMAGE="+image, "CRAWLNODE_SUBNET="+d.subnet,
 			fmt.Sprintf("SIMWEB_HOSTS=%d", hosts), fmt.Sprintf("SIMWEB_SEED=%d", seed),
-			"CRAWLNODE_GRACE="+grace.String(), "CRAWLNODE_DELAY="+d.delay.String(), "CRAWLNODE_LOG_LEVEL=warn",
+			"CRAWLNODE_GRACE="+grace.String(), "CRAWLNODE_DELAY="+d.delay.String(), "CRAWLNODE_LOG_LEVEL="+chaosLogLevel(),
 			"CRAWLNODE_NO_EXTRACT=true", "SIMWEB_CRAWL_DELAY_HOSTS=0")
 	}
 	setSubnet()
@@ -108,6 +140,7 @@ func startDockerCluster(t *testing.T, image string, hosts, seed int, grace time.
 		if t.Failed() {
 			out, _ := d.compose("logs", "--tail", "30")
 			t.Logf("docker-compose logs:\n%s", tail(out, 6000))
+			d.saveLogs()
 		}
 		for _, c := range d.extra {
 			exec.Command("docker", "rm", "-f", "-v", c).Run()
@@ -253,7 +286,7 @@ func (d *dockerCluster) addNode(name string) {
 		"-e", "CRAWLNODE_RESOLVE=*.sim.test=" + d.subnet + ".10:8080", "-e", "CRAWLNODE_DELAY=" + d.delay.String(),
 		"-e", "CRAWLNODE_CONCURRENCY=32", "-e", "CRAWLNODE_EXIT_WHEN_DONE=true", "-e", "CRAWLNODE_ROBOTS_RETRY=200ms",
 		"-e", "CRAWLNODE_RETRY_BASE=200ms", "-e", "CRAWLNODE_TIMEOUT=10s", "-e", "CRAWLNODE_MAX_DEPTH=100",
-		"-e", "CRAWLNODE_LOG_LEVEL=warn", "-e", "CRAWLNODE_NO_EXTRACT=true"}
+		"-e", "CRAWLNODE_LOG_LEVEL=" + chaosLogLevel(), "-e", "CRAWLNODE_NO_EXTRACT=true"}
 	for _, e := range d.env {
 		if strings.HasPrefix(e, "CRAWLNODE_GRACE=") {
 			args = append(args, "-e", e)
