@@ -3,6 +3,10 @@ package archive
 import (
 	"bytes"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -96,5 +100,67 @@ func BenchmarkWriteCompressedPayload(b *testing.B) {
 	b.ReportMetric(float64(w.Stats().Bytes)/float64(b.N), "disk-B/op")
 	if err := w.Close(); err != nil {
 		b.Fatal(err)
+	}
+}
+
+// BenchmarkGzipCorpus compresses pages of a corpus one gzip member each, as a record is,
+// at the levels --warc-gzip-level offers, to compare deflate's cost on different text.
+// CRAWLNODE_GZIP_CORPUS is a file glob: each HTML file is a page; a .warc.gz file (a
+// crawl's archive, e.g. kept by bench/colly -keep) is read whole and cut into 40 KB
+// pages. Skipped when unset. MB/s counts input; "ratio" is input over output bytes.
+func BenchmarkGzipCorpus(b *testing.B) {
+	glob := os.Getenv("CRAWLNODE_GZIP_CORPUS")
+	if glob == "" {
+		b.Skip("CRAWLNODE_GZIP_CORPUS not set")
+	}
+	files, err := filepath.Glob(glob)
+	if err != nil || len(files) == 0 {
+		b.Fatalf("CRAWLNODE_GZIP_CORPUS %q: no files (%v)", glob, err)
+	}
+	var pages [][]byte
+	total := 0
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if strings.HasSuffix(f, ".warc.gz") {
+			zr, err := gzip.NewReader(bytes.NewReader(data))
+			if err != nil {
+				b.Fatalf("%s: %v", f, err)
+			}
+			all, err := io.ReadAll(zr)
+			if err != nil {
+				b.Fatalf("%s: %v", f, err)
+			}
+			for len(all) >= 40<<10 {
+				pages, all = append(pages, all[:40<<10]), all[40<<10:]
+			}
+			continue
+		}
+		pages = append(pages, data)
+	}
+	for _, p := range pages {
+		total += len(p)
+	}
+	b.Logf("%d pages, mean %d bytes", len(pages), total/len(pages))
+	for _, level := range []int{gzip.HuffmanOnly, gzip.BestSpeed, 2, gzip.DefaultCompression} {
+		b.Run(fmt.Sprintf("level=%d", level), func(b *testing.B) {
+			zw, _ := gzip.NewWriterLevel(io.Discard, level)
+			var buf bytes.Buffer
+			in, out := 0, 0
+			b.SetBytes(int64(total / len(pages)))
+			for i := 0; i < b.N; i++ {
+				p := pages[i%len(pages)]
+				buf.Reset()
+				zw.Reset(&buf)
+				zw.Write(p)
+				if err := zw.Close(); err != nil {
+					b.Fatal(err)
+				}
+				in, out = in+len(p), out+buf.Len()
+			}
+			b.ReportMetric(float64(in)/float64(out), "ratio")
+		})
 	}
 }
