@@ -3,6 +3,8 @@ package node
 import (
 	"errors"
 	"log/slog"
+	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -10,12 +12,12 @@ import (
 )
 
 // netWatch tells this node's own loss of the network apart from hosts that fail. A
-// connect that fails with ENETUNREACH ("network is unreachable": this machine has no
-// route to the address at all) is this machine's condition, not the host's; when it
-// happens to a second host before any response arrived, the node's network is down (an
-// interface gone, a container cut off its network) and failures until the next response
-// are not the hosts' doing: they cost a URL no attempt, count no robots.txt failure and
-// park no host. Without this a node cut off for a few seconds turned every URL it tried
+// connect (or a DNS lookup) that fails with ENETUNREACH ("network is unreachable": this
+// machine has no route to the address at all) is this machine's condition, not the
+// host's; when it happens to a second host before any response arrived, the node's
+// network is down (an interface gone, a container cut off its network) and failures until
+// the next response are not the hosts' doing: they cost a URL no attempt, count no
+// robots.txt failure and park no host. Without this a node cut off for a few seconds turned every URL it tried
 // into a dead letter and parked hosts whose robots.txt it could not reach, and after it
 // came back those records were merged into the partitions' new owners, where a dead
 // letter beats a queued URL: a chaos run lost 103 pages of one host that way.
@@ -39,8 +41,16 @@ type netWatch struct {
 // waits before it is tried again.
 const offlineRetry = time.Second
 
-// localNetErr reports whether err says this machine has no route to the address.
-func localNetErr(err error) bool { return errors.Is(err, syscall.ENETUNREACH) }
+// localNetErr reports whether err says this machine has no route to the address: a
+// connect's ENETUNREACH, or a DNS lookup that failed so (Go's resolver keeps only the
+// cause's text in a DNSError, net.newDNSError, hence the match on it).
+func localNetErr(err error) bool {
+	if errors.Is(err, syscall.ENETUNREACH) {
+		return true
+	}
+	var de *net.DNSError
+	return errors.As(err, &de) && strings.Contains(de.Err, syscall.ENETUNREACH.Error())
+}
 
 // responded records that a response arrived: the network works.
 func (w *netWatch) responded() {

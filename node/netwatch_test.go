@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -121,6 +122,9 @@ func TestNetWatchOneHostIsTheHosts(t *testing.T) {
 		{"b", unreach, true},  // a second host: the node's network is down
 		{"a", unreach, true},
 		{"c", errors.New("fetch: " + unreach.Error()), false}, // not wrapped: not recognized
+		// a lookup that could not reach the DNS server (Go keeps only the cause's text)
+		{"d", fmt.Errorf("fetch: dns: %w", &net.DNSError{Err: "dial udp 10.0.0.2:53: connect: network is unreachable", Name: "d"}), true},
+		{"e", fmt.Errorf("fetch: dns: %w", &net.DNSError{Err: "server misbehaving", Name: "e"}), false},
 	}
 	for i, s := range steps {
 		if got := w.failed(s.host, s.err, now); got != s.local {
