@@ -14,6 +14,19 @@ import (
 	"github.com/crawlnode/crawlnode/simweb"
 )
 
+// plainWeb is simweb's default web with every pathology off: no slow, busy, trap or
+// otherwise difficult hosts (every int field named *Hosts but Hosts set to 0).
+func plainWeb() simweb.Config {
+	cfg := simweb.DefaultConfig()
+	v := reflect.ValueOf(&cfg).Elem()
+	for i := 0; i < v.NumField(); i++ {
+		if f := v.Type().Field(i); f.Name != "Hosts" && strings.HasSuffix(f.Name, "Hosts") && f.Type.Kind() == reflect.Int {
+			v.Field(i).SetInt(0)
+		}
+	}
+	return cfg
+}
+
 // TestCommitFaultsLoseNothing: the committer's writes (links, extract jobs, outcomes) fail
 // now and then; the crawl retries them and ends as a crawl without faults does: full
 // coverage, no URL fetched twice, every page extracted, no politeness violation.
@@ -28,15 +41,8 @@ func TestCommitFaultsLoseNothing(t *testing.T) {
 		failed    map[string]int
 	}
 	crawl := func(faulty bool) result {
-		cfg := simweb.DefaultConfig()
-		// A plain web (every pathology off: no slow, busy or trap hosts) keeps the two
-		// crawls short; the faults are the test.
-		v := reflect.ValueOf(&cfg).Elem()
-		for i := 0; i < v.NumField(); i++ {
-			if f := v.Type().Field(i); f.Name != "Hosts" && strings.HasSuffix(f.Name, "Hosts") && f.Type.Kind() == reflect.Int {
-				v.Field(i).SetInt(0)
-			}
-		}
+		// A plain web keeps the two crawls short; the faults are the test.
+		cfg := plainWeb()
 		cfg.Hosts, cfg.Seed, cfg.MeanPages, cfg.MaxWords = 8, 17, 30, 1500
 		w, rule := startSimweb(t, cfg)
 		const delay = testCrawlDelay

@@ -7,8 +7,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"reflect"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -28,14 +26,7 @@ func TestNetworkDownIsNotTheHosts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crawl")
 	}
-	cfg := simweb.DefaultConfig()
-	// A plain web: no slow, busy or trap hosts; the outage is the test.
-	v := reflect.ValueOf(&cfg).Elem()
-	for i := 0; i < v.NumField(); i++ {
-		if f := v.Type().Field(i); f.Name != "Hosts" && strings.HasSuffix(f.Name, "Hosts") && f.Type.Kind() == reflect.Int {
-			v.Field(i).SetInt(0)
-		}
-	}
+	cfg := plainWeb() // the outage is the test
 	cfg.Hosts, cfg.Seed, cfg.MeanPages, cfg.MaxWords = 12, 23, 30, 1500
 	w, rule := startSimweb(t, cfg)
 	nc := testNodeConfig(filepath.Join(t.TempDir(), "n"), "", rule)
