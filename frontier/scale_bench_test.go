@@ -1,13 +1,16 @@
 package frontier
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"runtime/pprof"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,6 +18,7 @@ import (
 
 	"github.com/crawlnode/crawlnode/internal/badgermem"
 	"github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
 )
 
 // BenchmarkSeenSetScale is the synthetic frontier benchmark of the seen set: it feeds URLs
@@ -39,15 +43,20 @@ import (
 //     badgermem.DefaultFileBudget); 0 turns the trimmer off;
 //   - GOMEMLIMIT: as for the binary, the Go memory limit when set, else
 //     badgermem.GoMemoryLimit;
+//   - CRAWLNODE_SCALE_BADGER: Badger options to try over the node's, as a comma-separated
+//     list of name=value: compactors (NumCompactors), memtable, basetable (MiB),
+//     tablemult (TableSizeMultiplier), l0tables (NumLevelZeroTables), compression
+//     (none, snappy, zstd);
 //   - CRAWLNODE_SCALE_HEAPPROFILE: a file to write a heap profile to when the adds end;
 //   - CRAWLNODE_SCALE_CPUPROFILE: a file to write a CPU profile of the checks to.
 //
 // Each row: URLs held; the resident set as ps shows it (VmRSS, no forced GC), split into
 // anonymous memory and file-backed pages (Badger's mmapped tables and memtable files, the
 // binary); the peaks so far (VmHWM, and sampled every 100 ms for the split); the Go heap
-// in use; the Bloom filter's bytes per URL held; the add rate since the previous row.
-// The largest Bloom bytes per URL held is also tracked after every Add past ExpectedURLs.
-// The checks: batches of 100 links: 80 navigation links from a hot set of 5,000 URLs, 19
+// in use; the largest live heap a collection has marked so far (sampled every 100 ms: what
+// the memory limit cannot collect); the Bloom filter's bytes per URL held; the add rate
+// since the previous row. The largest Bloom bytes per URL held is also tracked after every
+// Add past ExpectedURLs. The checks: batches of 100 links: 80 navigation links from a hot set of 5,000 URLs, 19
 // links to any seen URL, 1 new URL; rate per second of process CPU (Badger's goroutines
 // included).
 func BenchmarkSeenSetScale(b *testing.B) {
@@ -80,7 +89,11 @@ func BenchmarkSeenSetScale(b *testing.B) {
 	}
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
 	badgermem.SetGoMemoryLimit() // as the crawlnode binary does
-	db, err := badger.Open(badgermem.Options(b.TempDir()))
+	opts, err := scaleBadgerOptions(badgermem.Options(b.TempDir()), os.Getenv("CRAWLNODE_SCALE_BADGER"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	db, err := badger.Open(opts)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -104,7 +117,8 @@ func BenchmarkSeenSetScale(b *testing.B) {
 	}
 
 	// Peaks of the split, sampled.
-	var peakAnon, peakFile atomic.Int64
+	var peakAnon, peakFile, peakLive atomic.Int64
+	live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	stopSampling := make(chan struct{})
 	var sampling sync.WaitGroup
 	sampling.Add(1)
@@ -119,6 +133,10 @@ func BenchmarkSeenSetScale(b *testing.B) {
 			}
 			if fb > peakFile.Load() {
 				peakFile.Store(fb)
+			}
+			metrics.Read(live)
+			if v := int64(live[0].Value.Uint64()); v > peakLive.Load() {
+				peakLive.Store(v)
 			}
 			select {
 			case <-stopSampling:
@@ -142,15 +160,15 @@ func BenchmarkSeenSetScale(b *testing.B) {
 		return float64(f.bloom.bytes()) / float64(max(held, 1))
 	}
 	mib := func(v int64) float64 { return float64(v) / (1 << 20) }
-	b.Logf("%d URLs over %d hosts, batches of %d, trimmer budget %d MiB; columns: URLs held | RSS | anon | file-backed | peak RSS (VmHWM) | peak anon | peak file | Go heap in use | Bloom B/URL | adds/s since last row | adds per CPU-s | LSM on disk",
+	b.Logf("%d URLs over %d hosts, batches of %d, trimmer budget %d MiB; columns: URLs held | RSS | anon | file-backed | peak RSS (VmHWM) | peak anon | peak file | Go heap in use | peak live heap | Bloom B/URL | adds/s since last row | adds per CPU-s | LSM on disk",
 		n, hosts, batchSize, budget>>20)
 	row := func(held int, rate, cpuRate float64) {
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
 		lsm, vlog := db.Size()
-		b.Logf("| %d | %.0f MiB | %.0f MiB | %.0f MiB | %.0f MiB | %.0f MiB | %.0f MiB | %.0f MiB | %.3f | %.0f | %.0f | %.1f GiB |",
+		b.Logf("| %d | %.0f MiB | %.0f MiB | %.0f MiB | %.0f MiB | %.0f MiB | %.0f MiB | %.0f MiB | %.0f MiB | %.3f | %.0f | %.0f | %.1f GiB |",
 			held, mib(badgermem.ProcStatus("VmRSS")), mib(badgermem.ProcStatus("RssAnon")), mib(badgermem.ProcStatus("RssFile")),
-			mib(badgermem.ProcStatus("VmHWM")), mib(peakAnon.Load()), mib(peakFile.Load()), mib(int64(ms.HeapInuse)),
+			mib(badgermem.ProcStatus("VmHWM")), mib(peakAnon.Load()), mib(peakFile.Load()), mib(int64(ms.HeapInuse)), mib(peakLive.Load()),
 			bloomPerURL(held), rate, cpuRate, float64(lsm+vlog)/(1<<30))
 	}
 
@@ -275,12 +293,58 @@ func BenchmarkSeenSetScale(b *testing.B) {
 	row(n+res.Added, 0, 0)
 	close(stopSampling)
 	sampling.Wait()
-	b.Logf("peak over the run: RSS (VmHWM) %.0f MiB, anonymous %.0f MiB, file-backed %.0f MiB (sampled every 100 ms)",
-		mib(badgermem.ProcStatus("VmHWM")), mib(peakAnon.Load()), mib(peakFile.Load()))
+	b.Logf("peak over the run: RSS (VmHWM) %.0f MiB, anonymous %.0f MiB, file-backed %.0f MiB, live Go heap %.0f MiB (sampled every 100 ms)",
+		mib(badgermem.ProcStatus("VmHWM")), mib(peakAnon.Load()), mib(peakFile.Load()), mib(peakLive.Load()))
+	b.ReportMetric(float64(peakLive.Load()), "peak-live-heap-bytes")
 	b.ReportMetric(float64(badgermem.ProcStatus("VmHWM")), "peak-rss-bytes")
 	b.ReportMetric(maxBloom, "max-bloom-bytes/url")
 	b.ReportMetric(float64(checks)/cpu.Seconds(), "checks/cpu-s")
 	b.ReportMetric(float64(n)/addWall.Seconds(), "adds/s")
+}
+
+// scaleBadgerOptions applies CRAWLNODE_SCALE_BADGER's overrides to o.
+func scaleBadgerOptions(o badger.Options, spec string) (badger.Options, error) {
+	if spec == "" {
+		return o, nil
+	}
+	for _, kv := range strings.Split(spec, ",") {
+		name, val, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		if !ok {
+			return o, fmt.Errorf("CRAWLNODE_SCALE_BADGER: %q is not name=value", kv)
+		}
+		if name == "compression" {
+			switch val {
+			case "none":
+				o = o.WithCompression(options.None)
+			case "snappy":
+				o = o.WithCompression(options.Snappy)
+			case "zstd":
+				o = o.WithCompression(options.ZSTD)
+			default:
+				return o, fmt.Errorf("CRAWLNODE_SCALE_BADGER: compression %q: want none, snappy or zstd", val)
+			}
+			continue
+		}
+		v, err := strconv.Atoi(val)
+		if err != nil || v < 1 {
+			return o, fmt.Errorf("CRAWLNODE_SCALE_BADGER: %s=%q: want a positive integer", name, val)
+		}
+		switch name {
+		case "compactors":
+			o = o.WithNumCompactors(v)
+		case "memtable":
+			o = o.WithMemTableSize(int64(v) << 20)
+		case "basetable":
+			o = o.WithBaseTableSize(int64(v) << 20)
+		case "tablemult":
+			o.TableSizeMultiplier = v
+		case "l0tables":
+			o = o.WithNumLevelZeroTables(v)
+		default:
+			return o, fmt.Errorf("CRAWLNODE_SCALE_BADGER: unknown option %q", name)
+		}
+	}
+	return o, nil
 }
 
 func writeHeapProfile(path string) error {
