@@ -201,21 +201,32 @@ func ProcStatus(field string) int64 {
 // drops Badger's table pages.
 const DefaultFileBudget = 256 << 20
 
-// Options are the Badger options of a node's database at dir: bounded memtables (a 32 MiB
-// one being written and at most two waiting for their flush), a 64 MiB block cache and
-// 256 MiB value log files. The 32 MiB index cache is set but, in Badger v4.9.6, used only
-// for encrypted tables: an unencrypted table's index and Bloom filter are read in place
-// from its memory-mapped file, so they are file-backed pages, which Trimmer bounds, not
-// heap.
+// Options are the Badger options of a node's database at dir: bounded memtables (a 16 MiB
+// one being written and at most two waiting for their flush), tables of 2 MiB at every
+// level below L0, a 64 MiB block cache and 256 MiB value log files. The 32 MiB index cache
+// is set but, in Badger v4.9.6, used only for encrypted tables: an unencrypted table's index
+// and Bloom filter are read in place from its memory-mapped file, so they are file-backed
+// pages, which Trimmer bounds, not heap.
+//
+// The table sizes bound the Go heap. Built without cgo, a table builder keeps the whole
+// table it writes, raw blocks and their compressed copies, in Go memory until the file is
+// written, and Badger pools up to eight of those builders' buffers, each as large as the
+// largest table it built (an L0 table is one memtable). Badger's default grows the table
+// size twofold per level, so the live heap grew with the depth of the LSM: 1.33 GiB live,
+// above GoMemoryLimit, at 5M URLs in BenchmarkSeenSetScale with 32 MiB memtables and the
+// default growth; 0.58 GiB with these two settings, and adds 14% faster per CPU-second
+// (BENCHMARKS.md, "Seen set at scale").
 func Options(dir string) badger.Options {
-	return badger.DefaultOptions(dir).
+	o := badger.DefaultOptions(dir).
 		WithLogger(nil).
 		WithNumVersionsToKeep(1).
 		WithCompactL0OnClose(false).
-		WithMemTableSize(32 << 20).
+		WithMemTableSize(16 << 20).
 		WithBlockCacheSize(64 << 20).
 		WithIndexCacheSize(32 << 20).
 		WithValueLogFileSize(256 << 20)
+	o.TableSizeMultiplier = 1 // no With method in v4.9.6
+	return o
 }
 
 // StartTrimmer starts a Trimmer for db that checks every second against
