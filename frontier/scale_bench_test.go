@@ -41,6 +41,8 @@ import (
 //     was reached; unset, add all;
 //   - CRAWLNODE_SCALE_FILE_BUDGET: the trimmer's RssFile budget in bytes (default the node's,
 //     badgermem.DefaultFileBudget); 0 turns the trimmer off;
+//   - CRAWLNODE_SCALE_TRIM_INTERVAL: how often the trimmer checks (a Go duration; default
+//     the node's, badgermem.TrimInterval);
 //   - GOMEMLIMIT: as for the binary, the Go memory limit when set, else
 //     badgermem.GoMemoryLimit;
 //   - CRAWLNODE_SCALE_BADGER: Badger options to try over the node's, as a comma-separated
@@ -83,6 +85,14 @@ func BenchmarkSeenSetScale(b *testing.B) {
 		}
 		maxTime = d
 	}
+	trimInterval := badgermem.TrimInterval
+	if s := os.Getenv("CRAWLNODE_SCALE_TRIM_INTERVAL"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil || d <= 0 {
+			b.Fatalf("CRAWLNODE_SCALE_TRIM_INTERVAL=%q: want a positive Go duration", s)
+		}
+		trimInterval = d
+	}
 	hosts := envInt("CRAWLNODE_SCALE_HOSTS", max(n/1000, 10), 1)
 	url := func(i int) string {
 		return "http://host" + strconv.Itoa(i%hosts) + ".scale.test/section/" + strconv.Itoa(i%97) + "/page-" + strconv.Itoa(i) + ".html"
@@ -103,7 +113,7 @@ func BenchmarkSeenSetScale(b *testing.B) {
 		if trim, err = badgermem.NewTrimmer(db, int64(budget)); err != nil {
 			b.Fatal(err)
 		}
-		trim.Start(time.Second)
+		trim.Start(trimInterval)
 		defer trim.Stop()
 	}
 	f, err := Open(Config{DB: db, DefaultDelaySet: true, MaxPagesPerHost: -1, GeneratedBudget: -1,
