@@ -47,8 +47,7 @@ import (
 //     badgermem.GoMemoryLimit;
 //   - CRAWLNODE_SCALE_BADGER: Badger options to try over the node's, as a comma-separated
 //     list of name=value: compactors (NumCompactors), memtable, basetable (MiB),
-//     tablemult (TableSizeMultiplier), l0tables (NumLevelZeroTables), compression
-//     (none, snappy, zstd);
+//     tablemult (TableSizeMultiplier), compression (none, snappy, zstd);
 //   - CRAWLNODE_SCALE_HEAPPROFILE: a file to write a heap profile to when the adds end;
 //   - CRAWLNODE_SCALE_CPUPROFILE: a file to write a CPU profile of the checks to.
 //
@@ -58,9 +57,9 @@ import (
 // in use; the largest live heap a collection has marked so far (sampled every 100 ms: what
 // the memory limit cannot collect); the Bloom filter's bytes per URL held; the add rate
 // since the previous row. The largest Bloom bytes per URL held is also tracked after every
-// Add past ExpectedURLs. The checks: batches of 100 links: 80 navigation links from a hot set of 5,000 URLs, 19
-// links to any seen URL, 1 new URL; rate per second of process CPU (Badger's goroutines
-// included).
+// Add past ExpectedURLs. The checks: batches of 100 links: 80 navigation links from a hot
+// set of 5,000 URLs, 19 links to any seen URL, 1 new URL; rate per second of process CPU
+// (Badger's goroutines included).
 func BenchmarkSeenSetScale(b *testing.B) {
 	envInt := func(name string, def, least int) int {
 		s := os.Getenv(name)
@@ -77,22 +76,19 @@ func BenchmarkSeenSetScale(b *testing.B) {
 	batchSize := envInt("CRAWLNODE_SCALE_BATCH", 10_000, 1)
 	rows := envInt("CRAWLNODE_SCALE_ROWS", 10, 1)
 	budget := envInt("CRAWLNODE_SCALE_FILE_BUDGET", badgermem.DefaultFileBudget, 0)
-	var maxTime time.Duration
-	if s := os.Getenv("CRAWLNODE_SCALE_MAXTIME"); s != "" {
-		d, err := time.ParseDuration(s)
-		if err != nil {
-			b.Fatalf("CRAWLNODE_SCALE_MAXTIME=%q: %v", s, err)
+	envDuration := func(name string, def time.Duration) time.Duration {
+		s := os.Getenv(name)
+		if s == "" {
+			return def
 		}
-		maxTime = d
-	}
-	trimInterval := badgermem.TrimInterval
-	if s := os.Getenv("CRAWLNODE_SCALE_TRIM_INTERVAL"); s != "" {
 		d, err := time.ParseDuration(s)
 		if err != nil || d <= 0 {
-			b.Fatalf("CRAWLNODE_SCALE_TRIM_INTERVAL=%q: want a positive Go duration", s)
+			b.Fatalf("%s=%q: want a positive Go duration", name, s)
 		}
-		trimInterval = d
+		return d
 	}
+	maxTime := envDuration("CRAWLNODE_SCALE_MAXTIME", 0) // 0: add all
+	trimInterval := envDuration("CRAWLNODE_SCALE_TRIM_INTERVAL", badgermem.TrimInterval)
 	hosts := envInt("CRAWLNODE_SCALE_HOSTS", max(n/1000, 10), 1)
 	url := func(i int) string {
 		return "http://host" + strconv.Itoa(i%hosts) + ".scale.test/section/" + strconv.Itoa(i%97) + "/page-" + strconv.Itoa(i) + ".html"
@@ -348,8 +344,6 @@ func scaleBadgerOptions(o badger.Options, spec string) (badger.Options, error) {
 			o = o.WithBaseTableSize(int64(v) << 20)
 		case "tablemult":
 			o.TableSizeMultiplier = v
-		case "l0tables":
-			o = o.WithNumLevelZeroTables(v)
 		default:
 			return o, fmt.Errorf("CRAWLNODE_SCALE_BADGER: unknown option %q", name)
 		}

@@ -202,21 +202,21 @@ func ProcStatus(field string) int64 {
 const DefaultFileBudget = 256 << 20
 
 // Options are the Badger options of a node's database at dir: bounded memtables (a 16 MiB
-// one being written and at most two waiting for their flush), tables of 2 MiB at every
+// one being written and at most four waiting for their flush), tables of 2 MiB at every
 // level below L0, a 64 MiB block cache and 256 MiB value log files. The 32 MiB index cache
-// is set but, in Badger v4.9.6, used only for encrypted tables: an unencrypted table's index
-// and Bloom filter are read in place from its memory-mapped file, so they are file-backed
-// pages, which Trimmer bounds, not heap.
+// is set but, in Badger v4.9.6, used only for encrypted tables: an unencrypted table's
+// index and Bloom filter are read in place from its memory-mapped file, so they are
+// file-backed pages, which Trimmer bounds, not heap.
 //
-// The table sizes are there for the Go heap. Built without cgo, a table builder keeps the whole
-// table it writes, raw blocks and their compressed copies, in Go memory until the file is
-// written, and Badger pools up to eight of those builders' buffers, each as large as the
-// largest table it built (an L0 table is one memtable). Badger's default grows the table
-// size twofold per level, so the live heap grew with the depth of the LSM: 1.33 GiB live,
-// above GoMemoryLimit, at 5M URLs in BenchmarkSeenSetScale with 32 MiB memtables and the
-// default growth; 0.58 GiB with these two settings, and adds 14% faster per CPU-second.
-// The live heap still grows with the LSM, more slowly: 0.97 GiB at 50M URLs, 1.2 GiB at
-// 55M (BENCHMARKS.md, "Seen set at scale").
+// The memtable and table sizes are there for the Go heap. Built without cgo, a table
+// builder keeps the whole table it writes, raw blocks and their compressed copies, in Go
+// memory until the file is written, and Badger pools up to eight of those builders'
+// buffers, each as large as the largest table it built (an L0 table is one memtable).
+// Badger's default grows the table size twofold per level, so the live heap grew with the
+// depth of the LSM: 1.33 GiB live, above GoMemoryLimit, at 5M URLs in BenchmarkSeenSetScale
+// with 32 MiB memtables and the default growth; 0.58 GiB with these two settings, and adds
+// 14% faster per CPU-second. The live heap still rose with the LSM, more slowly: 0.97 GiB
+// at 50M URLs, 1.2-1.33 GiB from 55M to 90M (BENCHMARKS.md, "Seen set at scale").
 func Options(dir string) badger.Options {
 	o := badger.DefaultOptions(dir).
 		WithLogger(nil).
@@ -231,9 +231,9 @@ func Options(dir string) badger.Options {
 }
 
 // TrimInterval is how often a node's Trimmer checks RssFile. Checking every 100 ms instead
-// did not lower the peak (BENCHMARKS.md, "Seen set at scale"): the pages above the budget
-// at the peaks are mostly tables a compaction is still writing, which join a level, where
-// a pass can reach them, only when the compaction ends.
+// did not lower the peak at 10M URLs (BENCHMARKS.md, "Seen set at scale"); which of the
+// resident table pages at the peaks a pass cannot reach, or reaches too late, is not
+// settled.
 const TrimInterval = time.Second
 
 // StartTrimmer starts a Trimmer for db that checks every TrimInterval against
