@@ -108,31 +108,37 @@ func TestServedLinksMatchOracle(t *testing.T) {
 			continue
 		}
 		pages++
-		follow, nofollow, _ := pageLinks(u, body)
-		got := map[string]bool{}
-		for _, l := range append(follow, nofollow...) {
-			got[l] = true
-		}
-		want := map[string]bool{u: true} // "#top" resolves to the page itself
-		for _, l := range pi.Links {
-			want[l] = true
-		}
-		for l := range got {
-			if !want[l] {
-				t.Errorf("%s: served link %s not in oracle graph", u, l)
-			}
-		}
-		for l := range want {
-			if !got[l] && l != u {
-				t.Errorf("%s: oracle link %s not served", u, l)
-			}
-		}
-		if t.Failed() {
-			t.FailNow()
-		}
+		linksMatchOracle(t, u, body, pi)
 	}
 	if pages < 200 {
 		t.Fatalf("only %d pages checked", pages)
+	}
+}
+
+// linksMatchOracle fails t unless the links page u serves in body are exactly the oracle's.
+func linksMatchOracle(t *testing.T, u string, body []byte, pi PageInfo) {
+	t.Helper()
+	follow, nofollow, _ := pageLinks(u, body)
+	got := map[string]bool{}
+	for _, l := range append(follow, nofollow...) {
+		got[l] = true
+	}
+	want := map[string]bool{u: true} // "#top" resolves to the page itself
+	for _, l := range pi.Links {
+		want[l] = true
+	}
+	for l := range got {
+		if !want[l] {
+			t.Errorf("%s: served link %s not in oracle graph", u, l)
+		}
+	}
+	for l := range want {
+		if !got[l] && l != u {
+			t.Errorf("%s: oracle link %s not served", u, l)
+		}
+	}
+	if t.Failed() {
+		t.FailNow()
 	}
 }
 
@@ -365,5 +371,53 @@ func TestDuplicatesGroundTruth(t *testing.T) {
 		if !bytes.Contains(body, []byte(esc(p))) {
 			t.Fatalf("planted text %q not served", p)
 		}
+	}
+}
+
+// With Config.Bodies, article pages carry one of the fragments in place of the generated
+// text, every fragment is used, and the links served are still exactly the oracle's.
+func TestBodiesServed(t *testing.T) {
+	c := smallConfig()
+	frags := []string{
+		`<div class="doc"><h2>Alpha section</h2><pre><code>func alpha() {}</code></pre></div>`,
+		`<table class="api"><tr><td>Beta</td><td>returns a value</td></tr></table>`,
+		`<ul class="toc"><li>Gamma one</li><li>Gamma two</li></ul>`,
+	}
+	for _, f := range frags {
+		c.Bodies = append(c.Bodies, []byte(f))
+	}
+	w, err := New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := map[int]int{}
+	pages := 0
+	for _, u := range w.MustReach(ReportOptions{}) {
+		pi, ok := w.Page(u)
+		if !ok || pi.ContentType != htmlType || strings.Contains(u, "/slow/") || strings.Contains(u, "/trickle/") {
+			continue
+		}
+		code, _, body := serveOnce(w, u)
+		if code != 200 || !bytes.Contains(body, []byte(`class="article-body"`)) {
+			continue
+		}
+		pages++
+		if pi.MainText != nil {
+			t.Fatalf("%s: the oracle reports main text for a page with a fragment", u)
+		}
+		n := 0
+		for i, f := range frags {
+			if bytes.Contains(body, []byte(f)) {
+				used[i]++
+				n++
+			}
+		}
+		if n != 1 {
+			t.Fatalf("%s: carries %d of the fragments, want 1:\n%s", u, n, body)
+		}
+		linksMatchOracle(t, u, body, pi)
+	}
+	if pages < 200 || len(used) != len(frags) {
+		t.Fatalf("%d pages checked, fragments used %v", pages, used)
 	}
 }

@@ -43,6 +43,13 @@ type Config struct {
 	// MinWords / MaxWords bound the Pareto-distributed main-text length (words) of article
 	// pages. Defaults 300 / 40000 (pages of ~4 KB to ~300 KB).
 	MinWords, MaxWords int
+	// Bodies, when set, are HTML fragments that article pages carry in place of the
+	// generated main text (a page's fragment is fixed by its text seed), inside the same
+	// page: header, navigation, links, comments, sidebar and footer as always. Benchmarks
+	// use them to serve real pages' markup and text (bench/colly -bodies); the fragments'
+	// own links should be neutralised by the caller, or crawlers follow them. MinWords and
+	// MaxWords then change nothing, and the oracle reports no main text for those pages.
+	Bodies [][]byte
 
 	// --- robots.txt variants (each host has at most one variant; the rest answer 404) ---
 

@@ -445,7 +445,9 @@ func (w *Web) Page(u string) (PageInfo, bool) {
 	}
 	pi.Status, pi.ContentType = d.status, htmlType
 	pi.Title = d.title
-	pi.MainText = w.mainText(d)
+	if len(w.cfg.Bodies) == 0 { // Bodies' text is not simweb's to know
+		pi.MainText = w.mainText(d)
+	}
 	pi.Boilerplate = w.boilerplate(rs.h)
 	pi.MirrorOf, pi.NearDupOf, pi.Canonical = d.mirrorOf, d.nearDupOf, d.canonical
 	pi.Malformed = d.malformed

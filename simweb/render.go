@@ -189,8 +189,15 @@ func (w *Web) href(d *doc, l link) string {
 // renderHTML writes the page. Bodies depend only on the Config and the URL.
 func (w *Web) renderHTML(d *doc) []byte {
 	var b bytes.Buffer
-	text := w.mainText(d)
-	b.Grow(d.words*7 + 4096)
+	var text []string
+	var frag []byte // Config.Bodies' fragment instead of text
+	if n := len(w.cfg.Bodies); n > 0 {
+		frag = w.cfg.Bodies[d.textSeed%uint64(n)]
+		b.Grow(len(frag) + 4096)
+	} else {
+		text = w.mainText(d)
+		b.Grow(d.words*7 + 4096)
+	}
 	m := d.malformed
 	ch := w.hosts[d.h.content]
 	bp := w.boilerplate(d.h)
@@ -248,6 +255,10 @@ func (w *Web) renderHTML(d *doc) []byte {
 		b.WriteString("<p class=\"revision\">Updated: revision " + strconv.Itoa(d.revision) + ".</p>\n")
 	}
 	b.WriteString("<div class=\"article-body\">\n")
+	if frag != nil {
+		b.Write(frag)
+		b.WriteByte('\n')
+	}
 	for _, p := range text {
 		b.WriteString("<" + tag("p") + ">" + esc(p))
 		if !m {
