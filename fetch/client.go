@@ -492,7 +492,42 @@ func (c *Client) dial(addr string, timeout time.Duration) (net.Conn, error) {
 		if err := c.cfg.DialFault(addr); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrConnect, err)
 		}
+		conn, err := c.dialAddr(host, port, addr, timeout)
+		if err != nil {
+			return nil, err
+		}
+		return &faultConn{Conn: conn, addr: addr, fault: c.cfg.DialFault}, nil
 	}
+	return c.dialAddr(host, port, addr, timeout)
+}
+
+// faultConn is a connection under Config.DialFault: once the fault fails a connect to
+// its address, the connection fails too (closed, with the fault's error), as a kept-alive
+// connection does when the machine loses its network.
+type faultConn struct {
+	net.Conn
+	addr  string
+	fault func(addr string) error
+}
+
+func (f *faultConn) Read(b []byte) (int, error) {
+	if err := f.fault(f.addr); err != nil {
+		f.Conn.Close()
+		return 0, err
+	}
+	return f.Conn.Read(b)
+}
+
+func (f *faultConn) Write(b []byte) (int, error) {
+	if err := f.fault(f.addr); err != nil {
+		f.Conn.Close()
+		return 0, err
+	}
+	return f.Conn.Write(b)
+}
+
+// dialAddr connects to addr, split into host and port.
+func (c *Client) dialAddr(host, port, addr string, timeout time.Duration) (net.Conn, error) {
 	d := net.Dialer{Timeout: timeout}
 	if to, ok := c.resolve.lookup(host, port); ok {
 		conn, err := d.Dial("tcp", to)

@@ -92,8 +92,10 @@ type Config struct {
 	Now func() time.Time
 
 	// DialFault, when set, is asked before each connect to addr ("host:port" of the
-	// URL); an error it returns fails the connect as the system's would (wrapped in
-	// ErrConnect). Fault injection for tests: a node cut off its network.
+	// URL) and before each read and write on a connection to it; an error it returns
+	// fails the connect as the system's would (wrapped in ErrConnect), or the read or
+	// write (closing the connection). Fault injection for tests: a node cut off its
+	// network, kept-alive connections included.
 	DialFault func(addr string) error
 }
 

@@ -367,7 +367,7 @@ func (n *Node) handle(ctx context.Context, l *frontier.Lease, ws *workerState) f
 		return frontier.Outcome{Kind: frontier.Fetched, Err: msg}
 	}
 	ws.finished = resp.Finished
-	n.net.responded()
+	n.net.responded(resp.Started)
 	if resp.Truncated {
 		// We stopped reading and closed while the server was still sending: it learns of
 		// the close only when a write of its fails, maybe after our delay has run (a chaos

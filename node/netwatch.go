@@ -16,11 +16,12 @@ import (
 // machine has no route to the address at all) is this machine's condition, not the
 // host's; when it happens to a second host before any response arrived, the node's
 // network is down (an interface gone, a container cut off its network) and failures until
-// the next response are not the hosts' doing: they cost a URL no attempt, count no
-// robots.txt failure and park no host. Without this a node cut off for a few seconds turned every URL it tried
-// into a dead letter and parked hosts whose robots.txt it could not reach, and after it
-// came back those records were merged into the partitions' new owners, where a dead
-// letter beats a queued URL: a chaos run lost 103 pages of one host that way.
+// a response to a request sent since are not the hosts' doing: they cost a URL no
+// attempt, count no robots.txt failure and park no host. Without this a node cut off for
+// a few seconds turned every URL it tried into a dead letter and parked hosts whose
+// robots.txt it could not reach, and after it came back those records were merged into
+// the partitions' new owners, where a dead letter beats a queued URL: a chaos run lost
+// 103 pages of one host that way.
 //
 // One host failing so (an IPv6-only host on a node without IPv6) while others answer is
 // the host's trouble and is counted as before: every response clears the streak, and the
@@ -52,13 +53,21 @@ func localNetErr(err error) bool {
 	return errors.As(err, &de) && strings.Contains(de.Err, syscall.ENETUNREACH.Error())
 }
 
-// responded records that a response arrived: the network works.
-func (w *netWatch) responded() {
+// responded records that a response arrived to a request sent at sent: the network
+// works, if the request was sent after the streak began. A request in flight when the
+// network went away may still complete from what had arrived before (CI saw such
+// responses clear the streak in the middle of TestNetworkDownIsNotTheHosts's outage, and
+// the next host to fail used up its attempts); only a round trip begun after the first
+// failure shows the network is back.
+func (w *netWatch) responded(sent time.Time) {
 	if !w.active.Load() {
 		return
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if !w.active.Load() || sent.Before(w.since) {
+		return
+	}
 	if w.down {
 		w.log.Warn("network reachable again: fetch failures count against hosts again",
 			"down_for", time.Since(w.since).Round(time.Millisecond), "failures_not_counted", w.local)

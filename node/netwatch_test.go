@@ -59,13 +59,10 @@ func TestNetworkDownIsNotTheHosts(t *testing.T) {
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
-		// Keep-alive connections would outlive the cut: close them, as a vanished
-		// interface does.
+		// The fault fails kept-alive connections too, on their next read or write, as a
+		// vanished interface does: no response arrives while the network is down.
 		down.Store(true)
-		for end := time.Now().Add(2 * time.Second); time.Now().Before(end); {
-			n.client.CloseIdle()
-			time.Sleep(5 * time.Millisecond)
-		}
+		time.Sleep(2 * time.Second)
 		down.Store(false)
 	}()
 	if err := n.Run(ctx); err != nil {
@@ -79,10 +76,10 @@ func TestNetworkDownIsNotTheHosts(t *testing.T) {
 		dials += c
 	}
 	mu.Unlock()
-	t.Logf("coverage %.4f (%d/%d), requests %d, duplicates %d; refused %d connects to %d hosts; dead letters %d; errors %v",
+	t.Logf("coverage %.4f (%d/%d), requests %d, duplicates %d; failed %d connects, reads and writes to %d hosts; dead letters %d; errors %v",
 		rep.Coverage, rep.Reached, rep.MustReach, rep.Requests, rep.DuplicateFetches, dials, hosts, st.DeadLetters, n.stats.errorsByClass())
 	if hosts < 2 || dials < 10 {
-		t.Fatalf("the outage refused %d connects to %d hosts: it did not test anything", dials, hosts)
+		t.Fatalf("the outage failed %d connects, reads and writes to %d hosts: it did not test anything", dials, hosts)
 	}
 	if n.stats.errorsByClass()["network_unreachable"] == 0 {
 		t.Errorf("no failure was put down to the node's network")
@@ -122,11 +119,15 @@ func TestNetWatchOneHostIsTheHosts(t *testing.T) {
 			t.Fatalf("step %d (%s, %v): local %v, want %v", i, s.host, s.err, got, s.local)
 		}
 	}
-	w.responded()
+	w.responded(now.Add(-time.Millisecond))
+	if !w.failed("b", unreach, now) {
+		t.Fatal("a response to a request sent before the streak began cleared it")
+	}
+	w.responded(now)
 	if w.failed("b", unreach, now) {
 		t.Fatal("after a response, the first host of a new streak counts against its host")
 	}
-	w.responded()
+	w.responded(now)
 	for i := 0; i < 3; i++ {
 		if w.failed("a", unreach, now) {
 			t.Fatalf("try %d: one host alone is never the node's network", i)

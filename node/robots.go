@@ -71,7 +71,7 @@ func (n *Node) robotsFor(ctx context.Context, scheme, hostKey string, l *frontie
 	if err != nil {
 		r = fetch.UnreachableRobots(n.cfg.Now())
 	} else {
-		n.net.responded()
+		n.net.responded(rr.Started)
 		r = fetch.ParseRobots(rr.Status, rr.Body, rr.Finished)
 		n.archiveRobots(rr)
 	}

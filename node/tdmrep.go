@@ -128,7 +128,7 @@ func (n *Node) tdmFor(ctx context.Context, scheme, hostKey string, rules *fetch.
 			p = &tdmPolicy{FetchedAt: now}
 		} else {
 			ws.finished = resp.Finished
-			n.net.responded()
+			n.net.responded(resp.Started)
 			if loc, err := n.archive(resp, url); err == nil && loc.remember != nil {
 				n.rememberPayloads([]payloadEntry{*loc.remember})
 			}
