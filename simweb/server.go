@@ -219,12 +219,15 @@ type countingWriter struct {
 	http.ResponseWriter
 	status int
 	n      int64
-	// lastOK is when a Write last returned without error, failed that one failed: a
-	// response that ends in a failed write (the client went away or stopped reading) ended,
-	// as load on the server, when it last made progress, not when the write gave up.
-	lastOK time.Time
-	failed bool
-	clock  func() time.Time
+	// lastPiece is when the last piece that went out whole began to be written, failed
+	// that a write failed: a response that ends in a failed write (the client went away or
+	// stopped reading) ended, as load on the server, when it last made progress, not when
+	// the write gave up. The piece's start, not its return: a write that waited for the
+	// client to read returns when the server's goroutine next runs, which under load (CI,
+	// -race) has been tens of milliseconds after the client took the data and hung up.
+	lastPiece time.Time
+	failed    bool
+	clock     func() time.Time
 }
 
 func (c *countingWriter) WriteHeader(s int) {
@@ -238,13 +241,17 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	if c.status == 0 {
 		c.status = 200
 	}
-	// Large bodies go out in pieces so that lastOK follows the client's reading: one
+	// Large bodies go out in pieces so that lastPiece follows the client's reading: one
 	// Write of a 600 KB robots.txt that a crawler cuts at its 500 KiB limit blocks until
 	// the reset arrives, and would otherwise end the response then, when the server's
 	// goroutine next runs, not when the client last took data.
 	written := 0
 	for written < len(p) {
 		end := min(len(p), written+writePiece)
+		var began time.Time
+		if c.clock != nil {
+			began = c.clock()
+		}
 		n, err := c.ResponseWriter.Write(p[written:end])
 		written += n
 		c.n += int64(n)
@@ -252,9 +259,7 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 			c.failed = true
 			return written, err
 		}
-		if c.clock != nil {
-			c.lastOK = c.clock()
-		}
+		c.lastPiece = began
 	}
 	return written, nil
 }
@@ -337,10 +342,10 @@ func (w *Web) serveHTTP(rw http.ResponseWriter, r *http.Request) {
 	}
 	rec.Status, rec.Bytes = cw.status, cw.n
 	rec.Finish = w.cfg.Clock()
-	if cw.failed && !cw.lastOK.IsZero() {
+	if cw.failed && !cw.lastPiece.IsZero() {
 		// The client was gone: a write blocked until the connection died (a client cut off
 		// by a network partition) or failed at once (a client that cut the body short).
-		rec.Finish = cw.lastOK
+		rec.Finish = cw.lastPiece
 	}
 	w.mu.Lock()
 	w.log = append(w.log, rec)
