@@ -60,6 +60,8 @@ const (
 	// commits (a marker write is delivered within milliseconds); past it the round takes
 	// the full pass.
 	cutWait = time.Second
+	// cutRemark is how long cut waits for its marker before writing another.
+	cutRemark = 50 * time.Millisecond
 )
 
 // changeMarkKey is written when a round needs the feed to pass its snapshot's version
@@ -171,12 +173,14 @@ func (cl *changeLog) overflowLocked(slot uint16, v uint64) {
 }
 
 // cut waits until the feed has delivered every commit up to readTs (a snapshot's read
-// version), writing a marker if nothing else will pass it. False: the feed is not there
-// (not started, ended, or too slow); the round takes the full pass.
+// version), writing a marker if nothing else will pass it, and again every cutRemark
+// while nothing has: a feed whose subscription took hold after a marker's commit (start
+// marks the feed as coming before Subscribe registers) never sees that one. False: the
+// feed is not there (not started, ended, or too slow); the round takes the full pass.
 func (cl *changeLog) cut(ctx context.Context, readTs uint64) bool {
-	marked := false
 	timeout := time.NewTimer(cutWait)
 	defer timeout.Stop()
+	var remark <-chan time.Time
 	for {
 		cl.mu.Lock()
 		ok, dead, ch := cl.base > 0 && cl.seen >= readTs, cl.dead || !cl.live, cl.seenCh
@@ -184,16 +188,18 @@ func (cl *changeLog) cut(ctx context.Context, readTs uint64) bool {
 		if ok || dead {
 			return ok
 		}
-		if !marked {
+		if remark == nil {
 			// A commit after the snapshot: its delivery is proof of every commit before.
 			if err := cl.db.Update(func(txn *badger.Txn) error { return txn.Set(changeMarkKey, nil) }); err != nil {
 				return false
 			}
-			marked = true
+			remark = time.After(cutRemark)
 			continue
 		}
 		select {
 		case <-ch:
+		case <-remark:
+			remark = nil
 		case <-timeout.C:
 			return false
 		case <-ctx.Done():

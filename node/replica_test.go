@@ -620,6 +620,11 @@ func TestReplicaChangedKeysMatchExport(t *testing.T) {
 		})
 	}()
 	t.Cleanup(func() { cancel(); <-fed })
+	// The feed's subscription has taken hold (a marker of its own was delivered) before
+	// the writes it must cover.
+	if !snd.changes.cut(ctx, 0) {
+		t.Fatal("the change log's feed did not start")
+	}
 
 	out, err := forward.New(forward.Config{DB: db, Self: "n1",
 		OwnerOf: func(uint16) (string, uint64, bool) { return "n2", 1, true },
@@ -878,6 +883,9 @@ func BenchmarkReplicaRoundExport(b *testing.B) {
 	changes.start()
 	go func() { defer close(fed); changes.run(ctx) }()
 	b.Cleanup(func() { cancel(); <-fed })
+	if !changes.cut(ctx, 0) {
+		b.Fatal("the change log's feed did not start")
+	}
 	add := func(n, from int) {
 		var cands []frontier.Candidate
 		for i := 0; i < n; i++ {
