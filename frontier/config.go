@@ -95,11 +95,16 @@ type Config struct {
 	SeenCacheSize int
 
 	// SeenIndexDir, when set, is a directory for the seen index (seenindex.go): per Bloom
-	// sub-filter a sorted file of the seen keys of one snapshot, read with pread, that
-	// confirms an old ("cold") seen URL without a Badger point read. It costs 18 bytes of
-	// disk per seen URL (the files are unlinked while open: nothing is left in the
-	// directory) and 8 bytes of memory per 227 URLs. Empty: every confirmation reads Badger.
+	// sub-filter a sorted file of the seen keys of one snapshot that confirms an old
+	// ("cold") seen URL without a Badger point read. It costs 18 bytes of disk per seen URL
+	// (the files are unlinked while open: nothing is left in the directory) and 8 bytes of
+	// memory per 227 URLs. Empty: every confirmation reads Badger.
 	SeenIndexDir string
+	// SeenIndexMapBytes: the seen index's files are memory-mapped while the whole index is
+	// at most this many bytes and read with pread beyond, so a large index's pages stay in
+	// the page cache instead of the process's resident set. Default
+	// DefaultSeenIndexMapBytes (128 MiB); negative: always pread.
+	SeenIndexMapBytes int64
 
 	// Prefetch is how many queued records per active host are kept in memory. Default 8.
 	Prefetch int

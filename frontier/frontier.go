@@ -290,7 +290,11 @@ func Open(cfg Config) (*Frontier, error) {
 		if err := os.MkdirAll(cfg.SeenIndexDir, 0o755); err != nil {
 			return nil, fmt.Errorf("frontier: open: seen index: %w", err)
 		}
-		f.idx = newSeenIndex(cfg.SeenIndexDir)
+		mapMax := cfg.SeenIndexMapBytes
+		if mapMax == 0 {
+			mapMax = DefaultSeenIndexMapBytes
+		}
+		f.idx = newSeenIndex(cfg.SeenIndexDir, mapMax)
 	}
 	var maxSeq uint64
 	err := f.db.View(func(txn *badger.Txn) error {

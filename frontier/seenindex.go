@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/crawlnode/crawlnode/internal/badgermem"
 	"golang.org/x/sys/unix"
 )
 
@@ -24,14 +25,22 @@ import (
 // sub-filter fixes byte 0), 8 bytes per 227 URLs: 3.5 MB at 100M URLs. A lookup is a
 // binary search of that array and a binary search of one block of the mapping.
 //
-// Mapped, not read with pread: a pread costs a system call (1.6-4 us of CPU on this
-// project's machines, the largest part of a cold check), a mapped block that the page
-// cache holds costs a memory read, or a minor fault the first time. The pages a lookup
-// touched count in the process's file-backed resident set like Badger's table pages;
-// trim drops them (MADV_DONTNEED: they stay in the page cache), and the node's
-// badgermem.Trimmer calls it with its table pass when --bounded-memory is on. A disk error
-// under a mapped page would be a SIGBUS: lookups run with debug.SetPanicOnFault and turn
-// that fault into an error (Badger then answers, as for a failed pread before).
+// Mapped while the index is small, read with pread once it is large. A pread costs a
+// system call (1.6-4 us of CPU on this project's machines, the largest part of a cold
+// check); a mapped block that the page cache holds costs a memory read, or a minor fault
+// the first time. But the pages a lookup touched count in the process's file-backed
+// resident set, and cold checks touch a large index all over: at 90M URLs the 1.6 GB of
+// runs became resident within seconds and lifted RSS to 3 GB (BENCHMARKS.md, "Seen set at
+// scale"), faster than any trimming pass could drop them. So a run is mapped only while the
+// whole index, estimated as the run's size times the number of sub-filters, stays within
+// mapMax (Config.SeenIndexMapBytes, default DefaultSeenIndexMapBytes); a larger run keeps
+// its file open and each lookup reads its block with pread: the blocks stay in the page
+// cache, which the kernel may reclaim, and out of the process's resident set. The pages a
+// mapped run's lookups touched are dropped by trim (MADV_DONTNEED: they stay in the page
+// cache), which the node's badgermem.Trimmer calls when its table pass was not enough. A
+// disk error under a mapped page would be a SIGBUS: lookups run with
+// debug.SetPanicOnFault and turn that fault into an error (Badger then answers, as for a
+// failed pread).
 //
 // Exact: a run holds only keys a committed snapshot held, and the only deleter of seen
 // keys is DropPartition, which marks the partition dropped (drop) after its commit; a run
@@ -41,13 +50,14 @@ import (
 // sub-filter (growSub: at Open for all, then whenever a sub-filter grows or has had an
 // eighth of its run's size added since its run was built: at most about 1/9 of a
 // sub-filter's keys are missing from its run, plus those added since the last rebuild
-// started), so in a long crawl nearly every cold link is answered by one pread.
+// started), so in a long crawl nearly every cold link is answered by the index.
 //
 // Files are unlinked right after they are created: a crash leaves nothing behind, and a
 // run's disk space (18 bytes a URL: 1.8 GB at 100M URLs) is freed when it is replaced.
 type seenIndex struct {
-	dir   string
-	drops atomic.Uint64 // DropPartition commits so far
+	dir    string
+	mapMax int64         // runs are mapped while their size times bloomSubs is at most this
+	drops  atomic.Uint64 // DropPartition commits so far
 	// droppedAt: partition -> the drops count right after its last drop's commit.
 	// Replaced whole (copy on write) under dropMu; drops are rare.
 	dropMu    sync.Mutex
@@ -61,16 +71,25 @@ type idxSub struct {
 }
 
 type idxRun struct {
-	m     []byte   // the file, mapped read-only; nil when empty
+	m     []byte   // the file, mapped read-only; nil when empty or read with pread
+	f     *os.File // the file, when its blocks are read with pread (m nil)
 	n     int      // entries
 	first []uint64 // per block: idxPrefix of its first entry
 	built uint64   // seenIndex.drops read before the run's snapshot was taken
 }
 
+// unmap releases the run's mapping or file.
 func (r *idxRun) unmap() {
-	if r != nil && r.m != nil {
+	if r == nil {
+		return
+	}
+	if r.m != nil {
 		_ = unix.Munmap(r.m)
 		r.m = nil
+	}
+	if r.f != nil {
+		_ = r.f.Close()
+		r.f = nil
 	}
 }
 
@@ -83,8 +102,14 @@ const (
 	idxMinStale = 1024
 )
 
-func newSeenIndex(dir string) *seenIndex {
-	ix := &seenIndex{dir: dir}
+// DefaultSeenIndexMapBytes is Config.SeenIndexMapBytes's default: the seen index is
+// mapped up to about 7.5M seen URLs (18 bytes each), read with pread beyond.
+const DefaultSeenIndexMapBytes = 128 << 20
+
+// newSeenIndex keeps runs in dir, mapped while the index is within mapMax bytes (negative:
+// never mapped).
+func newSeenIndex(dir string, mapMax int64) *seenIndex {
+	ix := &seenIndex{dir: dir, mapMax: mapMax}
 	m := map[uint16]uint64{}
 	ix.droppedAt.Store(&m)
 	return ix
@@ -128,19 +153,30 @@ func (ix *seenIndex) has(part uint16, h [16]byte) (found bool, err error) {
 	e[0], e[1] = byte(part>>8), byte(part)
 	copy(e[2:], h[:])
 	p := idxPrefix(e[:])
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer func() {
-		if v := recover(); v != nil {
-			found, err = false, fmt.Errorf("seen index: fault reading the mapping: %v", v)
-		}
-	}()
+	if r.m != nil {
+		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+		defer func() {
+			if v := recover(); v != nil {
+				found, err = false, fmt.Errorf("seen index: fault reading the mapping: %v", v)
+			}
+		}()
+	}
 	// Blocks whose first prefix is > p hold only larger keys. The key is in the last block
 	// whose first prefix is <= p, or, when that block's first prefix equals p (the first
 	// key may still be larger), possibly in the one before it.
 	j := sort.Search(len(r.first), func(i int) bool { return r.first[i] > p })
 	for b := j - 1; b >= 0; b-- {
 		cnt := min(idxPer, r.n-b*idxPer)
-		blk := r.m[b*idxBlock : b*idxBlock+cnt*idxEntry]
+		var blk []byte
+		if r.m != nil {
+			blk = r.m[b*idxBlock : b*idxBlock+cnt*idxEntry]
+		} else {
+			var buf [idxBlock]byte // pread's block, declared here so a mapped lookup does not zero it
+			blk = buf[:cnt*idxEntry]
+			if _, err := r.f.ReadAt(blk, int64(b)*idxBlock); err != nil {
+				return false, fmt.Errorf("seen index: read: %w", err)
+			}
+		}
 		i := blockSearch(blk, cnt, r.guess(b, cnt, p), e[:])
 		if i < cnt && bytes.Equal(blk[i*idxEntry:(i+1)*idxEntry], e[:]) {
 			return true, nil
@@ -205,7 +241,7 @@ func (ix *seenIndex) trim() int64 {
 	for i := range ix.subs {
 		s := &ix.subs[i]
 		s.mu.RLock()
-		if s.r != nil && s.r.m != nil && unix.Madvise(s.r.m, unix.MADV_DONTNEED) == nil {
+		if s.r != nil && s.r.m != nil && badgermem.Advise(s.r.m, unix.MADV_DONTNEED) == nil {
 			n += int64(len(s.r.m))
 		}
 		s.mu.RUnlock()
@@ -246,11 +282,12 @@ func (ix *seenIndex) entries(i byte) int {
 
 // idxWriter writes one run from seen keys given in key order.
 type idxWriter struct {
-	f     *os.File
-	w     *bufio.Writer
-	n     int
-	first []uint64
-	built uint64
+	f      *os.File
+	w      *bufio.Writer
+	n      int
+	first  []uint64
+	built  uint64
+	mapMax int64
 }
 
 // writer starts a run. Call it before the snapshot the run is read from is taken.
@@ -261,7 +298,7 @@ func (ix *seenIndex) writer(bufSize int) (*idxWriter, error) {
 		return nil, err
 	}
 	_ = os.Remove(f.Name()) // anonymous from now on: gone at close or at a crash
-	return &idxWriter{f: f, w: bufio.NewWriterSize(f, bufSize), built: built}, nil
+	return &idxWriter{f: f, w: bufio.NewWriterSize(f, bufSize), built: built, mapMax: ix.mapMax}, nil
 }
 
 var idxPad [idxBlock - idxPer*idxEntry]byte
@@ -279,17 +316,24 @@ func (w *idxWriter) add(k []byte) {
 	w.n++
 }
 
-// finish maps the run; the file itself is closed (the mapping keeps it).
+// finish makes the run: mapped if the index stays within ix.mapMax (the file is closed;
+// the mapping keeps it), else the file stays open for pread.
 func (w *idxWriter) finish() (*idxRun, error) {
-	defer w.f.Close()
 	if err := w.w.Flush(); err != nil {
+		_ = w.f.Close()
 		return nil, err
 	}
 	r := &idxRun{n: w.n, first: w.first, built: w.built}
+	size := (w.n/idxPer)*idxBlock + (w.n%idxPer)*idxEntry
 	if w.n == 0 {
+		_ = w.f.Close()
 		return r, nil
 	}
-	size := (w.n/idxPer)*idxBlock + (w.n%idxPer)*idxEntry
+	if w.mapMax < 0 || int64(size)*bloomSubs > w.mapMax {
+		r.f = w.f
+		return r, nil
+	}
+	defer w.f.Close()
 	m, err := unix.Mmap(int(w.f.Fd()), 0, size, unix.PROT_READ, unix.MAP_SHARED)
 	if err != nil {
 		return nil, fmt.Errorf("map seen index run: %w", err)

@@ -20,16 +20,19 @@ import (
 // and no URL never added is, with and without the seen index. A partition dropped after
 // the runs were built is no longer seen through them.
 func TestColdConfirmationsExact(t *testing.T) {
-	for _, withIndex := range []bool{false, true} {
-		t.Run(fmt.Sprintf("index=%v", withIndex), func(t *testing.T) {
+	for _, index := range []string{"none", "mapped", "pread"} {
+		t.Run("index="+index, func(t *testing.T) {
 			dir := t.TempDir()
 			db := openDB(t, dir)
 			cfg := Config{DB: db, DefaultDelaySet: true, MaxPagesPerHost: -1, GeneratedBudget: -1,
 				ExpectedURLs: 16, BloomFPRate: 0.9, SeenCacheSize: 16,
 				// partition = the host's leading digit: "3x.test" is in partition 3
 				PartitionOf: func(h string) uint16 { return uint16(h[0] - '0') }}
-			if withIndex {
+			if index != "none" {
 				cfg.SeenIndexDir = t.TempDir()
+			}
+			if index == "pread" {
+				cfg.SeenIndexMapBytes = -1
 			}
 			old := func(i int) Candidate { // added before the restart
 				return u(fmt.Sprintf("%dold.test", i%8), fmt.Sprintf("/o/%d", i))
@@ -88,7 +91,7 @@ func TestColdConfirmationsExact(t *testing.T) {
 			if fp := st.BloomFalsePositives - st0.BloomFalsePositives; fp < nNew/2 {
 				t.Fatalf("only %d Bloom false positives: the filter is not stressed", fp)
 			}
-			if hits := st.SeenIndexHits - st0.SeenIndexHits; withIndex && hits < nOld/2 || !withIndex && hits != 0 {
+			if hits := st.SeenIndexHits - st0.SeenIndexHits; index != "none" && hits < nOld/2 || index == "none" && hits != 0 {
 				t.Fatalf("%d confirmations by the seen index", hits)
 			}
 		})
@@ -132,56 +135,90 @@ func TestSeenIndexRebuiltAsURLsAreAdded(t *testing.T) {
 	}
 }
 
-// TestSeenIndexMappedRuns: a run answers from its mapping, still after its pages were
-// trimmed, and a fault under the mapping (here the file cut short under it; a disk error
-// in a crawl) is an error, not a crash.
-func TestSeenIndexMappedRuns(t *testing.T) {
-	ix := newSeenIndex(t.TempDir())
-	w, err := ix.writer(4096)
-	if err != nil {
-		t.Fatal(err)
-	}
+// TestSeenIndexRuns: a run answers from its mapping, still after its pages were trimmed,
+// or, past the index's mapping limit, with pread (nothing mapped, nothing to trim); a
+// fault under a mapping or a failed read (here the file cut short; a disk error in a
+// crawl) is an error, not a crash.
+func TestSeenIndexRuns(t *testing.T) {
 	key := func(i int) (k [19]byte, h [16]byte) {
 		k[0], k[1], k[2], k[3] = famSeen, 0, 1, 7 // partition 1, sub-filter 7
 		binary.BigEndian.PutUint64(k[4:], uint64(i)*3)
 		copy(h[:], k[3:])
 		return k, h
 	}
-	const n = 1000 // 5 blocks
-	for i := range n {
-		k, _ := key(i)
-		w.add(k[:])
-	}
-	run, err := w.finish()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ix.install(7, run)
-	defer ix.close()
-	check := func() {
-		t.Helper()
-		for i := range n {
-			_, h := key(i)
-			if ok, err := ix.has(1, h); !ok || err != nil {
-				t.Fatalf("key %d: found %v, err %v", i, ok, err)
+	const n = 1000 // 5 blocks: 18,196 bytes, 4.4 MiB for 256 such runs
+	for _, tc := range []struct {
+		name   string
+		mapMax int64
+		mapped bool
+	}{
+		{"mapped", DefaultSeenIndexMapBytes, true},
+		{"pread-over-limit", 4 << 20, false},
+		{"pread-always", -1, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ix := newSeenIndex(t.TempDir(), tc.mapMax)
+			w, err := ix.writer(4096)
+			if err != nil {
+				t.Fatal(err)
 			}
-			h[15]++ // between two keys (i*3+1)
-			if ok, err := ix.has(1, h); ok || err != nil {
-				t.Fatalf("absent key %d: found %v, err %v", i, ok, err)
+			for i := range n {
+				k, _ := key(i)
+				w.add(k[:])
 			}
-		}
-		if _, h := key(0); true {
-			if ok, _ := ix.has(2, h); ok {
-				t.Fatal("found under another partition")
+			run, err := w.finish()
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
+			if (run.m != nil) != tc.mapped || (run.f != nil) == tc.mapped {
+				t.Fatalf("run mapped %v, file open %v; want mapped %v", run.m != nil, run.f != nil, tc.mapped)
+			}
+			ix.install(7, run)
+			defer ix.close()
+			check := func() {
+				t.Helper()
+				for i := range n {
+					_, h := key(i)
+					if ok, err := ix.has(1, h); !ok || err != nil {
+						t.Fatalf("key %d: found %v, err %v", i, ok, err)
+					}
+					h[15]++ // between two keys (i*3+1)
+					if ok, err := ix.has(1, h); ok || err != nil {
+						t.Fatalf("absent key %d: found %v, err %v", i, ok, err)
+					}
+				}
+				if _, h := key(0); true {
+					if ok, _ := ix.has(2, h); ok {
+						t.Fatal("found under another partition")
+					}
+				}
+			}
+			check()
+			want := int64(0)
+			if tc.mapped {
+				want = int64(len(run.m))
+			}
+			if got := ix.trim(); got != want {
+				t.Fatalf("trim advised %d bytes, want %d", got, want)
+			}
+			check()
+			if tc.mapped {
+				return
+			}
+			// The file cut short under the open run: a lookup is an error.
+			if err := run.f.Truncate(idxBlock); err != nil {
+				t.Fatal(err)
+			}
+			_, h := key(n - 1) // in the last block
+			if ok, err := ix.has(1, h); err == nil || ok {
+				t.Fatalf("lookup past its file's end: found %v, err %v; want an error", ok, err)
+			}
+		})
 	}
-	check()
-	if got := ix.trim(); got != int64(len(run.m)) || got == 0 {
-		t.Fatalf("trim advised %d bytes, want the run's %d", got, len(run.m))
-	}
-	check()
 
+	// A mapping over a file cut short: the fault is an error.
+	ix := newSeenIndex(t.TempDir(), DefaultSeenIndexMapBytes)
+	defer ix.close()
 	f, err := os.CreateTemp(t.TempDir(), "cut-*.idx")
 	if err != nil {
 		t.Fatal(err)
@@ -237,29 +274,44 @@ func TestSeenIndexLookupAnySpread(t *testing.T) {
 	slices.SortFunc(keys, func(a, b [19]byte) int { return bytes.Compare(a[:], b[:]) })
 	keys = slices.Compact(keys)
 
-	ix := newSeenIndex(t.TempDir())
-	w, err := ix.writer(1 << 16)
-	if err != nil {
-		t.Fatal(err)
+	// The same run twice: mapped, and read with pread; both must give every answer.
+	var run *idxRun
+	var ixs []*seenIndex
+	for _, mapMax := range []int64{DefaultSeenIndexMapBytes, -1} {
+		ix := newSeenIndex(t.TempDir(), mapMax)
+		w, err := ix.writer(1 << 16)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range keys {
+			w.add(k[:])
+		}
+		r, err := w.finish()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mapMax > 0 {
+			run = r // for blockSearch below
+		}
+		ix.install(h0, r)
+		defer ix.close()
+		ixs = append(ixs, ix)
 	}
-	for _, k := range keys {
-		w.add(k[:])
-	}
-	run, err := w.finish()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ix.install(h0, run)
-	defer ix.close()
 
 	has := func(k [19]byte) bool {
 		var h [16]byte
 		copy(h[:], k[3:])
-		found, err := ix.has(uint16(k[1])<<8|uint16(k[2]), h)
-		if err != nil {
-			t.Fatal(err)
+		var found [2]bool
+		for i, ix := range ixs {
+			var err error
+			if found[i], err = ix.has(uint16(k[1])<<8|uint16(k[2]), h); err != nil {
+				t.Fatal(err)
+			}
 		}
-		return found
+		if found[0] != found[1] {
+			t.Fatalf("key %x: mapped run says %v, pread run %v", k, found[0], found[1])
+		}
+		return found[0]
 	}
 	held := map[[19]byte]bool{}
 	for _, k := range keys {
