@@ -1,0 +1,6 @@
+//go:build !race
+
+package e2e
+
+// raceBuild: this test binary was built with -race; TestMain then runs nothing (see there).
+const raceBuild = false
