@@ -28,10 +28,10 @@ func TestMain(m *testing.M) {
 		// What runs under test here are processes of their own (the crawlnode binary,
 		// built without -race; Docker containers); in this process the race detector would
 		// instrument only simweb, whose own package's tests run with -race, and the
-		// harness. It made simweb, the judge, the crawls' bottleneck (TestFullCrawl and
-		// TestCorpusOracle took 224 s under -race, 149 s without) and the package the
-		// CI's long pole: 1,596 s of a 27-minute timeout on 2026-11-27. The README's test
-		// command runs this package again without -race.
+		// harness. It only slowed the judge (TestFullCrawl and TestCorpusOracle took 224 s
+		// under -race, 149 s without) and made this package the CI's long pole: 1,596 s of
+		// a 27-minute timeout on 2026-11-27. The README's test command runs this package
+		// again without -race.
 		fmt.Println("e2e: nothing run under -race; run the package without it: go test -timeout 27m ./e2e")
 		os.Exit(0)
 	}
