@@ -2,5 +2,6 @@
 
 package e2e
 
-// raceBuild: this test binary was built with -race; TestMain then runs nothing (see there).
+// raceBuild reports whether this test binary was built with -race; TestMain then runs
+// nothing (see there).
 const raceBuild = false
