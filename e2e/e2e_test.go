@@ -50,8 +50,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	// The binary runs its extract workers at nice 10 by default, so they take only the CPU
-	// the crawl leaves. On a CI machine busy with other packages' tests that would be very
-	// little, and these tests wait for extraction: run it at the crawl's priority here
+	// the crawl leaves. On a CI machine busy with other tests (this package's parallel
+	// cluster tests; before 2026-11-27 other packages' too) that would be very little, and
+	// these tests wait for extraction: run it at the crawl's priority here
 	// (a flag given by a test still wins). corpus tests cover the niced workers.
 	os.Setenv("CRAWLNODE_EXTRACT_NICE", "0")
 	code := m.Run()
