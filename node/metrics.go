@@ -142,6 +142,8 @@ func newMetrics(n *Node) *metrics {
 	counter("replica_bytes_total", "Wire bytes of partition changes sent to backup nodes.", nil, repl(func(r *replicator) int64 { return r.bytesSent.Load() }))
 	counter("replica_records_total", "Frontier records (set or deleted) sent to backup nodes.", nil, repl(func(r *replicator) int64 { return r.records.Load() }))
 	counter("replica_failures_total", "Replication rounds to a backup that failed (retried next round).", nil, repl(func(r *replicator) int64 { return r.failures.Load() }))
+	counter("replica_change_log_values_total", "Changed keys a replica round took with their values from the change log.", nil, repl(func(r *replicator) int64 { return r.logValues.Load() }))
+	counter("replica_change_log_reads_total", "Changed keys a replica round read from its snapshot (deletions, keys written again since, values past the log's bound).", nil, repl(func(r *replicator) int64 { return r.logReads.Load() }))
 	counter("replica_ack_unreplicated_total", "Forwarded link batches acknowledged before this node's backups held them (a backup too slow or down).", nil, repl(func(r *replicator) int64 { return r.ackUncopied.Load() }))
 	counter("replica_promotions_total", "Copies of a lost node's partitions merged into this node's frontier.", nil, repl(func(r *replicator) int64 { return r.promoted.Load() }))
 	gauge("replica_lag_seconds", "Age of the oldest backup copy of a partition this node holds (how much a loss of this node would undo).", func() float64 {

@@ -193,6 +193,7 @@ type replicator struct {
 	// Metrics.
 	bytesSent, records, rounds, resets, promoted, dropped, failures atomic.Int64
 	keyed                                                           atomic.Int64 // partition exports read from the change log's keys
+	logValues, logReads                                             atomic.Int64 // of their keys: values the log held, keys read from the snapshot
 	ackUncopied                                                     atomic.Int64 // forwarded links acknowledged before a copy held them (waitCopied gave up)
 	lagNanos                                                        atomic.Int64 // the oldest held copy's age at the last round
 	lagMax                                                          atomic.Int64 // the largest lagNanos seen
@@ -303,14 +304,31 @@ func (r *replicator) prefetch(ctx context.Context, groups map[string][]uint16) {
 					continue
 				}
 				var recs []scanRec
-				err := frontier.ExportKeysTxn(r.snap, keys, func(fam byte, k, v []byte, deleted bool) error {
+				add := func(fam byte, k, v []byte, deleted bool) error {
 					size += len(k) + len(v) + 48
 					if size > maxRoundScanBytes {
 						return errTooLarge
 					}
-					recs = append(recs, scanRec{fam: fam, key: slices.Clone(k), value: slices.Clone(v), deleted: deleted})
+					recs = append(recs, scanRec{fam: fam, key: k, value: v, deleted: deleted})
 					return nil
-				})
+				}
+				var err error
+				for _, ck := range keys {
+					// The log's key and value are the round's to keep (the log never
+					// changes a value in place); a read one is the snapshot's, copied.
+					if ck.val != nil {
+						r.logValues.Add(1)
+						err = add(ck.key[0], ck.key, ck.val, false)
+					} else {
+						r.logReads.Add(1)
+						err = frontier.ExportKeysTxn(r.snap, [][]byte{ck.key}, func(fam byte, k, v []byte, deleted bool) error {
+							return add(fam, k, slices.Clone(v), deleted)
+						})
+					}
+					if err != nil {
+						break
+					}
+				}
 				switch {
 				case errors.Is(err, errTooLarge):
 					break parts // the rest go one by one

@@ -33,29 +33,54 @@ import (
 // queued under one lock), so once a version v is delivered every commit below it has
 // been; base is the first version delivered, after which nothing is missed.
 //
+// It also keeps each key's newest value as the feed carried it, so a round reads from its
+// snapshot only the keys it cannot answer from the log: a key written again after the
+// snapshot (the value the snapshot sees is an older one), a deletion (the feed does not
+// carry Badger's deletion bit, only UserMeta: a deletion arrives as an empty value, as
+// would a value set empty, so an empty value is always read), and values past
+// maxChangedValueBytes. A point read of every changed key was 6.5% of a clustered node's
+// CPU (BENCHMARKS.md, "Cluster scaling", 2026-11-27 evening).
+//
 // Bounded: past maxChangedPerSlot keys in one slot, or maxChangedKeys in all, a slot's
 // keys are dropped and from[slot] moves to the version at hand; the copies standing
-// below it take the full pass (ExportPartitionsSinceTxn or ExportSinceTxn) once.
+// below it take the full pass (ExportPartitionsSinceTxn or ExportSinceTxn) once. Values
+// past maxChangedValueBytes in all are not kept (their keys are read).
 type changeLog struct {
 	db      *badger.DB
 	famRank [256]uint8 // 1 + the family's place in frontier.ExportFamilies; 0: not one
 
 	mu     sync.Mutex
-	slots  map[uint16]map[string][]uint64 // slot -> key -> commit versions, ascending
-	n      int                            // keys held over all slots
-	from   [outboxSlot + 1]uint64         // commits of a slot with a version above it are held
-	base   uint64                         // the first version delivered (0: none yet)
-	seen   uint64                         // the highest version delivered
-	seenCh chan struct{}                  // closed, and replaced, when seen moves
-	live   bool                           // run was called (start)
-	dead   bool                           // the feed ended: nothing is covered any more
+	slots  map[uint16]map[string]keyChange // slot -> key -> its commits
+	n      int                             // keys held over all slots
+	nval   int                             // bytes of the values held over all slots
+	from   [outboxSlot + 1]uint64          // commits of a slot with a version above it are held
+	base   uint64                          // the first version delivered (0: none yet)
+	seen   uint64                          // the highest version delivered
+	seenCh chan struct{}                   // closed, and replaced, when seen moves
+	live   bool                            // run was called (start)
+	dead   bool                            // the feed ended: nothing is covered any more
 
 	overflows atomic.Int64
+}
+
+// keyChange is what the log holds of one key: its newest commit version, the older ones
+// still needed (ascending; nil for nearly every key: one commit a round), and the value
+// the newest set (nil: read it from the snapshot). val is never changed in place: a round
+// may hold it after the log has moved on. Held by value in the slot's map: a round's
+// changed walks every key of a slot, and a pointer to chase each (or a slice of versions
+// for the newest) made it slower than the point reads the values save.
+type keyChange struct {
+	newest uint64
+	older  []uint64
+	val    []byte
 }
 
 const (
 	maxChangedPerSlot = 1 << 14
 	maxChangedKeys    = 1 << 17
+	// maxChangedValueBytes bounds the values the log keeps; past it a key's value is
+	// read from the round's snapshot.
+	maxChangedValueBytes = 16 << 20
 	// cutWait bounds how long a round waits for the feed to deliver its snapshot's
 	// commits (a marker write is delivered within milliseconds); past it the round takes
 	// the full pass.
@@ -70,7 +95,7 @@ const (
 var changeMarkKey = []byte{famReplica, 0xff, 0xff, 'c', 'u', 't'}
 
 func newChangeLog(db *badger.DB) *changeLog {
-	cl := &changeLog{db: db, slots: map[uint16]map[string][]uint64{}, seenCh: make(chan struct{})}
+	cl := &changeLog{db: db, slots: map[uint16]map[string]keyChange{}, seenCh: make(chan struct{})}
 	for i, fam := range frontier.ExportFamilies() {
 		cl.famRank[fam] = uint8(i + 1)
 	}
@@ -133,16 +158,21 @@ func (cl *changeLog) note(kvs *badger.KVList) error {
 		}
 		m := cl.slots[slot]
 		if m == nil {
-			m = map[string][]uint64{}
+			m = map[string]keyChange{}
 			cl.slots[slot] = m
 		}
-		vs := m[string(kv.Key)]
+		c, ok := m[string(kv.Key)]
 		switch {
-		case len(vs) == 0:
-			m[string(kv.Key)] = []uint64{v}
+		case !ok:
+			c = keyChange{newest: v}
+			cl.keepLocked(&c, kv.Value)
+			m[string(kv.Key)] = c
 			cl.n++
-		case vs[len(vs)-1] < v:
-			m[string(kv.Key)] = append(vs, v)
+		case c.newest < v:
+			c.older = append(c.older, c.newest)
+			c.newest = v
+			cl.keepLocked(&c, kv.Value)
+			m[string(kv.Key)] = c
 		}
 		switch {
 		case len(m) > maxChangedPerSlot:
@@ -164,10 +194,30 @@ func (cl *changeLog) note(kvs *badger.KVList) error {
 	return nil
 }
 
-// overflowLocked drops slot's keys: from now on it covers only commits after v.
-func (cl *changeLog) overflowLocked(slot uint16, v uint64) {
+// keepLocked makes val (the feed's copy, which nothing else writes) c's newest value,
+// or no value when it is empty (a deletion, or a value set empty: read either) or the
+// values held are at their bound.
+func (cl *changeLog) keepLocked(c *keyChange, val []byte) {
+	cl.nval -= len(c.val)
+	c.val = nil
+	if len(val) > 0 && cl.nval+len(val) <= maxChangedValueBytes {
+		c.val = val
+		cl.nval += len(val)
+	}
+}
+
+// dropSlotLocked forgets slot's keys and their values.
+func (cl *changeLog) dropSlotLocked(slot uint16) {
+	for _, c := range cl.slots[slot] {
+		cl.nval -= len(c.val)
+	}
 	cl.n -= len(cl.slots[slot])
 	delete(cl.slots, slot)
+}
+
+// overflowLocked drops slot's keys: from now on it covers only commits after v.
+func (cl *changeLog) overflowLocked(slot uint16, v uint64) {
+	cl.dropSlotLocked(slot)
 	cl.from[slot] = max(cl.from[slot], v)
 	cl.overflows.Add(1)
 }
@@ -208,29 +258,43 @@ func (cl *changeLog) cut(ctx context.Context, readTs uint64) bool {
 	}
 }
 
+// changedKey is a key changed in (since, readTs] and, when the log holds it, the value
+// the snapshot at readTs sees (nil: read the key from the snapshot).
+type changedKey struct {
+	key, val []byte
+}
+
 // changed returns the keys of slot with a commit version in (since, readTs], in the
-// order ExportPartitionSinceTxn (or the outbox's ExportSinceTxn) streams them; false
-// when the log does not cover slot from since. Call it after cut(readTs).
-func (cl *changeLog) changed(slot uint16, since, readTs uint64) ([][]byte, bool) {
+// order ExportPartitionSinceTxn (or the outbox's ExportSinceTxn) streams them, with the
+// value of those whose newest commit is the one the snapshot sees; false when the log
+// does not cover slot from since. Call it after cut(readTs).
+func (cl *changeLog) changed(slot uint16, since, readTs uint64) ([]changedKey, bool) {
 	cl.mu.Lock()
 	if cl.dead || !cl.live || cl.base == 0 || since < max(cl.base, cl.from[slot]) {
 		cl.mu.Unlock()
 		return nil, false
 	}
-	var keys [][]byte
-	for k, vs := range cl.slots[slot] {
-		// vs ascending: the last version at or below readTs decides.
-		i, _ := slices.BinarySearch(vs, readTs+1)
-		if i > 0 && vs[i-1] > since {
-			keys = append(keys, []byte(k))
+	var keys []changedKey
+	for k, c := range cl.slots[slot] {
+		// The last version at or below readTs decides.
+		if c.newest <= readTs {
+			if c.newest > since {
+				keys = append(keys, changedKey{key: []byte(k), val: c.val})
+			}
+			continue
+		}
+		// Written again after the snapshot: the value the snapshot sees is read.
+		i, _ := slices.BinarySearch(c.older, readTs+1)
+		if i > 0 && c.older[i-1] > since {
+			keys = append(keys, changedKey{key: []byte(k)})
 		}
 	}
 	cl.mu.Unlock()
-	slices.SortFunc(keys, func(a, b []byte) int {
-		if ra, rb := cl.famRank[a[0]], cl.famRank[b[0]]; ra != rb {
+	slices.SortFunc(keys, func(a, b changedKey) int {
+		if ra, rb := cl.famRank[a.key[0]], cl.famRank[b.key[0]]; ra != rb {
 			return int(ra) - int(rb)
 		}
-		return slices.Compare(a, b)
+		return slices.Compare(a.key, b.key)
 	})
 	return keys, true
 }
@@ -245,22 +309,26 @@ func (cl *changeLog) settle(acked map[uint16]uint64) {
 	for slot, m := range cl.slots {
 		upTo, held := acked[slot]
 		if !held {
-			cl.n -= len(m)
-			delete(cl.slots, slot)
+			cl.dropSlotLocked(slot)
 			cl.from[slot] = max(cl.from[slot], cl.seen)
 			continue
 		}
 		if upTo == 0 {
 			continue
 		}
-		for k, vs := range m {
-			i, _ := slices.BinarySearch(vs, upTo+1)
-			switch {
-			case i == len(vs):
+		for k, c := range m {
+			if c.newest <= upTo {
+				cl.nval -= len(c.val)
 				delete(m, k)
 				cl.n--
-			case i > 0:
-				m[k] = vs[i:]
+				continue
+			}
+			if i, _ := slices.BinarySearch(c.older, upTo+1); i > 0 {
+				c.older = c.older[i:] // the newest stays, and its value
+				if len(c.older) == 0 {
+					c.older = nil
+				}
+				m[k] = c
 			}
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/pb"
 
 	"github.com/crawlnode/crawlnode/forward"
 	"github.com/crawlnode/crawlnode/frontier"
@@ -757,7 +758,13 @@ func TestReplicaChangedKeysMatchExport(t *testing.T) {
 		readTs := snd.snap.ReadTs()
 		inFlight() // committed after the snapshot: the next round's
 		keyed := snd.keyed.Load()
+		vals, reads := snd.logValues.Load(), snd.logReads.Load()
 		snd.prefetch(ctx, groups)
+		// Most values come from the log; deletions (and in round 1 the keys written in
+		// flight) are read from the snapshot.
+		if v, r := snd.logValues.Load()-vals, snd.logReads.Load()-reads; v < 50 || r < 20 {
+			t.Fatalf("round %d: %d values from the change log, %d keys read from the snapshot", round, v, r)
+		}
 		if round == 1 && !delivered.Load() {
 			t.Fatal("the round read the change log before the feed delivered its snapshot's commits")
 		}
@@ -915,6 +922,13 @@ func BenchmarkReplicaRoundExport(b *testing.B) {
 		groups["b1"] = append(groups["b1"], p)
 		snd.parts[p] = &replOut{backup: "b1", version: since}
 	}
+	// The copies acknowledged since: the log holds what came after (as in a node, where
+	// every round's acknowledgements settle it).
+	acked := map[uint16]uint64{}
+	for p := range uint16(64) {
+		acked[p] = since
+	}
+	changes.settle(acked)
 	add(200, 100_000)
 	for _, keyed := range []bool{false, true} {
 		name := "one-pass"
@@ -935,5 +949,79 @@ func BenchmarkReplicaRoundExport(b *testing.B) {
 				snd.closeSnap()
 			}
 		})
+	}
+}
+
+// TestChangeLogValues: the change log hands a round the value the round's snapshot sees
+// only when the key's newest commit is at or below the snapshot and set a value; a
+// deletion, a key written again after the snapshot, or a value past the log's bound is
+// read. The bytes it holds are accounted for as keys come, are rewritten and settle.
+func TestChangeLogValues(t *testing.T) {
+	cl := newChangeLog(nil)
+	cl.start()
+	key := func(rest string) []byte { return []byte(pkey('s', 3, rest)) }
+	feed := func(v uint64, k []byte, val []byte) {
+		t.Helper()
+		if err := cl.note(&badger.KVList{Kv: []*pb.KV{{Key: k, Value: val, Version: v}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	get := func(since, readTs uint64) map[string][]byte {
+		t.Helper()
+		keys, ok := cl.changed(3, since, readTs)
+		if !ok {
+			t.Fatalf("changed(%d, %d): not covered", since, readTs)
+		}
+		out := map[string][]byte{}
+		for _, ck := range keys {
+			out[string(ck.key)] = ck.val
+		}
+		return out
+	}
+	feed(1, changeMarkKey, nil) // the first delivery: the log covers from version 1
+	feed(2, key("a"), []byte("a2"))
+	feed(3, key("b"), []byte("b3"))
+	feed(3, key("e"), []byte("e3"))
+	feed(4, key("a"), []byte("a4"))
+	feed(5, key("b"), nil) // a deletion
+	if got := get(1, 3); got[string(key("a"))] != nil || got[string(key("b"))] != nil || string(got[string(key("e"))]) != "e3" || len(got) != 3 {
+		t.Fatalf("snapshot at 3: %q (a and b were written again after it: read; e: e3)", got)
+	}
+	if got := get(1, 5); string(got[string(key("a"))]) != "a4" || got[string(key("b"))] != nil || len(got) != 3 {
+		t.Fatalf("snapshot at 5: %q (a: a4; b deleted: read)", got)
+	}
+	if got := get(4, 5); len(got) != 1 || got[string(key("b"))] != nil {
+		t.Fatalf("since 4: %q (only b)", got)
+	}
+	if cl.nval != 4 || cl.n != 3 {
+		t.Fatalf("%d bytes of values for %d keys, want 4 for 3", cl.nval, cl.n)
+	}
+
+	// The bound: a value that would take the log past it is not kept (read instead).
+	feed(6, key("c"), make([]byte, maxChangedValueBytes-cl.nval))
+	feed(7, key("d"), []byte("d7"))
+	if got := get(5, 7); got[string(key("c"))] == nil || got[string(key("d"))] != nil {
+		t.Fatal("at the bound: c's value should be held and d's read")
+	}
+	feed(8, key("c"), nil)
+	feed(9, key("d"), []byte("d9"))
+	if got := get(7, 9); got[string(key("c"))] != nil || string(got[string(key("d"))]) != "d9" {
+		t.Fatalf("after c's deletion: %q (d9 held again)", got)
+	}
+	if cl.nval != 6 {
+		t.Fatalf("%d bytes of values, want 6 (a4, e3, d9)", cl.nval)
+	}
+
+	// Settled up to 8: a's, b's, c's and e's commits are all copied, d's newest is not.
+	cl.settle(map[uint16]uint64{3: 8})
+	if cl.n != 1 || cl.nval != 2 {
+		t.Fatalf("after settling to 8: %d keys, %d bytes of values; want 1 and 2", cl.n, cl.nval)
+	}
+	if got := get(8, 9); len(got) != 1 || string(got[string(key("d"))]) != "d9" {
+		t.Fatalf("after settling to 8: %q", got)
+	}
+	cl.settle(map[uint16]uint64{}) // the slot is no longer held here
+	if cl.n != 0 || cl.nval != 0 {
+		t.Fatalf("after the slot left: %d keys, %d bytes of values", cl.n, cl.nval)
 	}
 }
