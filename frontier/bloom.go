@@ -82,9 +82,9 @@ func (sb *seenBloom) add(h [16]byte) {
 }
 
 // overdue: the sub-filter holds more URLs than it was sized for, or (with a seen index)
-// its run misses more than max(1/8 of its size, idxMin) of them.
+// its run misses more than max(1/idxStale of its size, idxMin) of them.
 func (sb *seenBloom) overdue(s *bloomSub) bool {
-	return s.n > s.cap || sb.idxMin > 0 && s.fresh > max(s.runN/8, sb.idxMin)
+	return s.n > s.cap || sb.idxMin > 0 && s.fresh > max(s.runN/idxStale, sb.idxMin)
 }
 
 // wake starts the grow goroutine unless it runs or the frontier is closed. Under bloomMu.
@@ -198,12 +198,16 @@ func (f *Frontier) bloomWorker() {
 	defer f.bloomWG.Done()
 	for {
 		f.bloomMu.Lock()
+		// A sub-filter over its size first (its false-positive rate is past the target),
+		// then runs that are only stale.
 		i := -1
 		if !f.bloom.stopped {
 			for k := range f.bloom.subs {
-				if f.bloom.subs[k].due {
+				if s := &f.bloom.subs[k]; s.due && (i < 0 || s.n > s.cap) {
 					i = k
-					break
+					if s.n > s.cap {
+						break
+					}
 				}
 			}
 		}
@@ -237,7 +241,9 @@ func (f *Frontier) stopBloom() {
 var errBloomStopped = errors.New("frontier: bloom rebuild stopped")
 
 // growSub rebuilds sub-filter i from the seen keys whose hash starts with byte i, sized for
-// bloomGrowth times its count, without holding any lock while it reads Badger. No URL is
+// bloomGrowth times its count, and its seen-index run from the same scan, without holding
+// any lock while it reads Badger; when the filter still has room and only the run is
+// stale, the run alone (the filter is not rebuilt, and not touched). No URL is
 // lost: logging starts (under bloomMu) before the read snapshot is taken, and every add
 // reaches the filter only after its Badger commit returned. So a seen key either was added
 // before logging started, its commit is older and the snapshot has it, or it was added
@@ -247,7 +253,9 @@ func (f *Frontier) growSub(i byte) (err error) {
 	sb := f.bloom
 	s := &sb.subs[i]
 	f.bloomMu.Lock()
-	s.rebuilding, s.log = true, nil
+	filter := s.n > s.cap || f.idx == nil
+	s.rebuilding, s.log = filter, nil
+	n0 := s.n
 	size := sb.size(s.n)
 	runN := s.runN
 	f.bloomMu.Unlock()
@@ -262,7 +270,10 @@ func (f *Frontier) growSub(i byte) (err error) {
 	if f.bloomHook != nil {
 		f.bloomHook("logging", i)
 	}
-	nf := bloom.NewWithEstimates(size, sb.fp)
+	var nf *bloom.BloomFilter
+	if filter {
+		nf = bloom.NewWithEstimates(size, sb.fp)
+	}
 	var n uint
 	// The sub-filter's seen-index run comes from the same scan; its writer is made before
 	// the snapshot is taken (seenIndex.writer reads the drop count).
@@ -271,6 +282,13 @@ func (f *Frontier) growSub(i byte) (err error) {
 		if w, err = f.idx.writer(64 << 10); err != nil {
 			f.log.Warn("seen index run not rebuilt", "sub", i, "err", err)
 			w, err = nil, nil
+			if !filter {
+				// Nothing to rebuild: tried again once as many URLs were added again.
+				f.bloomMu.Lock()
+				s.fresh, s.due = 0, sb.overdue(s)
+				f.bloomMu.Unlock()
+				return nil
+			}
 		} else {
 			defer func() {
 				if w != nil {
@@ -308,7 +326,9 @@ scan:
 			it.Seek(seek)
 			continue
 		}
-		nf.Add(k[3:])
+		if nf != nil {
+			nf.Add(k[3:])
+		}
 		if w != nil {
 			w.add(k)
 		}
@@ -336,15 +356,20 @@ scan:
 		}
 	}
 	f.bloomMu.Lock()
-	for _, h := range s.log {
-		nf.Add(h[:])
+	if filter {
+		for _, h := range s.log {
+			nf.Add(h[:])
+		}
+		// A hash both in the snapshot and in the log counts twice: n only ever overcounts.
+		n += uint(len(s.log))
+		s.bf, s.cap, s.n = nf, size, n
+		// A run not rebuilt (write error) keeps its old one and is tried again once as
+		// many URLs were added again (no retry loop on a failing disk).
+		s.runN, s.fresh = runN, uint(len(s.log))
+	} else {
+		// The URLs added since the rebuild began: an upper bound of those the run misses.
+		s.runN, s.fresh = runN, s.n-n0
 	}
-	// A hash both in the snapshot and in the log counts twice: n only ever overcounts.
-	n += uint(len(s.log))
-	s.bf, s.cap, s.n = nf, size, n
-	// A run not rebuilt (write error) keeps its old one and is tried again once as many
-	// URLs were added again (no retry loop on a failing disk).
-	s.runN, s.fresh = runN, uint(len(s.log))
 	s.rebuilding, s.log = false, nil
 	s.due = sb.overdue(s) // the worker loops on to it
 	f.bloomMu.Unlock()

@@ -46,11 +46,11 @@ import (
 // keys is DropPartition, which marks the partition dropped (drop) after its commit; a run
 // whose snapshot may predate that mark (built < droppedAt) is not trusted for that
 // partition. A hash not in a run is never called new from the run: the caller asks Badger,
-// so keys added after the run was built are still found. Runs are rebuilt with their
-// sub-filter (growSub: at Open for all, then whenever a sub-filter grows or has had an
-// eighth of its run's size added since its run was built: at most about 1/9 of a
-// sub-filter's keys are missing from its run, plus those added since the last rebuild
-// started), so in a long crawl nearly every cold link is answered by the index.
+// so keys added after the run was built are still found. Runs are rebuilt by growSub: at
+// Open for all, with their sub-filter whenever it grows, and alone whenever a 1/idxStale
+// of the run's size was added since it was built (at most about 1/33 of a sub-filter's
+// keys are missing from its run, plus those added since the last rebuild started), so in
+// a long crawl nearly every cold link is answered by the index.
 //
 // Files are unlinked right after they are created: a crash leaves nothing behind, and a
 // run's disk space (18 bytes a URL: 1.8 GB at 100M URLs) is freed when it is replaced.
@@ -63,6 +63,10 @@ type seenIndex struct {
 	dropMu    sync.Mutex
 	droppedAt atomic.Pointer[map[uint16]uint64]
 	subs      [bloomSubs]idxSub
+	// wideReads counts pread lookups whose window around the guess could not decide and
+	// read the whole block (tests).
+	wideReads atomic.Int64
+	noWindow  bool // pread lookups read whole blocks (benchmarks: the window's gain)
 }
 
 type idxSub struct {
@@ -97,8 +101,14 @@ const (
 	idxEntry = 18 // partition (2, big endian) + URL hash (16)
 	idxBlock = 4096
 	idxPer   = idxBlock / idxEntry // 227 entries a block
-	// idxMinStale: a sub-filter's run is rebuilt once max(its entries/8, idxMinStale)
-	// URLs were added to the sub-filter since the run was built.
+	// idxMinStale, idxStale: a sub-filter's run is rebuilt once max(its entries/idxStale,
+	// idxMinStale) URLs were added to the sub-filter since the run was built. A cold
+	// link newer than its run costs a Badger read: at 100M URLs, with 1/8, 4.4% of the
+	// confirmations went to Badger and took 18% of the checks' CPU against the seen
+	// index's 24% for the other 95.6% (BENCHMARKS.md, "Seen set at scale"). A rebuild of
+	// the run alone (the filter has room) is a scan of the sub-filter's keys and a
+	// sequential write of 18 bytes each.
+	idxStale    = 32
 	idxMinStale = 1024
 )
 
@@ -167,25 +177,58 @@ func (ix *seenIndex) has(part uint16, h [16]byte) (found bool, err error) {
 	j := sort.Search(len(r.first), func(i int) bool { return r.first[i] > p })
 	for b := j - 1; b >= 0; b-- {
 		cnt := min(idxPer, r.n-b*idxPer)
-		var blk []byte
-		if r.m != nil {
-			blk = r.m[b*idxBlock : b*idxBlock+cnt*idxEntry]
-		} else {
-			var buf [idxBlock]byte // pread's block, declared here so a mapped lookup does not zero it
-			blk = buf[:cnt*idxEntry]
-			if _, err := r.f.ReadAt(blk, int64(b)*idxBlock); err != nil {
-				return false, fmt.Errorf("seen index: read: %w", err)
-			}
-		}
-		i := blockSearch(blk, cnt, r.guess(b, cnt, p), e[:])
-		if i < cnt && bytes.Equal(blk[i*idxEntry:(i+1)*idxEntry], e[:]) {
-			return true, nil
+		i, found, err := ix.search(r, b, cnt, r.guess(b, cnt, p), e[:])
+		if found || err != nil {
+			return found, err
 		}
 		if r.first[b] < p || i > 0 {
 			break
 		}
 	}
 	return false, nil
+}
+
+// idxWin is how many entries around its guess a pread lookup reads first (1,152 bytes of
+// a 4 KiB block). A key's place in its block strays from the guess by about
+// sqrt(idxPer)/2 = 7.5 entries (the spread of uniform hashes), so +-32 nearly always
+// holds it; when the window cannot decide (the key sorts before or after all of it, not at
+// the block's end), the whole block is read.
+const idxWin = 64
+
+// search returns the index of the first entry >= e in block b of r (cnt entries), and
+// whether that entry is e, starting at the guess g: from the mapping, or with pread of the
+// window around g and, if that cannot decide, of the whole block.
+func (ix *seenIndex) search(r *idxRun, b, cnt, g int, e []byte) (int, bool, error) {
+	entry := func(blk []byte, i int) []byte { return blk[i*idxEntry : (i+1)*idxEntry] }
+	if r.m != nil {
+		blk := r.m[b*idxBlock : b*idxBlock+cnt*idxEntry]
+		i := blockSearch(blk, cnt, g, e)
+		return i, i < cnt && bytes.Equal(entry(blk, i), e), nil
+	}
+	if cnt > idxWin && !ix.noWindow {
+		s := max(0, min(g-idxWin/2, cnt-idxWin))
+		var buf [idxWin * idxEntry]byte
+		if _, err := r.f.ReadAt(buf[:], int64(b*idxBlock+s*idxEntry)); err != nil {
+			return 0, false, fmt.Errorf("seen index: read: %w", err)
+		}
+		i := blockSearch(buf[:], idxWin, g-s, e)
+		if i < idxWin && bytes.Equal(entry(buf[:], i), e) {
+			return s + i, true, nil
+		}
+		// e sorts between two of the window's entries, or before the block's first or
+		// after its last: decided.
+		if (i > 0 || s == 0) && (i < idxWin || s+idxWin == cnt) {
+			return s + i, false, nil
+		}
+		ix.wideReads.Add(1)
+	}
+	var buf [idxBlock]byte
+	blk := buf[:cnt*idxEntry]
+	if _, err := r.f.ReadAt(blk, int64(b)*idxBlock); err != nil {
+		return 0, false, fmt.Errorf("seen index: read: %w", err)
+	}
+	i := blockSearch(blk, cnt, g, e)
+	return i, i < cnt && bytes.Equal(entry(blk, i), e), nil
 }
 
 // guess is where in block b (cnt entries) a key of prefix p should be, if the block's

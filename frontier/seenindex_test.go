@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bits-and-blooms/bloom/v3"
 	"golang.org/x/sys/unix"
 )
 
@@ -98,8 +99,9 @@ func TestColdConfirmationsExact(t *testing.T) {
 	}
 }
 
-// Runs are rebuilt as URLs are added (an eighth of a run's size, at least idxMin per
-// sub-filter), and a rebuilt run answers for the URLs added since Open.
+// Runs are rebuilt as URLs are added (1/idxStale of a run's size, at least idxMin per
+// sub-filter), alone while their sub-filters have room (the filters are not rebuilt), and
+// a rebuilt run answers for the URLs added since Open.
 func TestSeenIndexRebuiltAsURLsAreAdded(t *testing.T) {
 	cfg := Config{DB: openDB(t, t.TempDir()), DefaultDelaySet: true, MaxPagesPerHost: -1, GeneratedBudget: -1,
 		ExpectedURLs: 1 << 20, SeenCacheSize: -1, SeenIndexDir: t.TempDir(),
@@ -107,11 +109,23 @@ func TestSeenIndexRebuiltAsURLsAreAdded(t *testing.T) {
 	f := openF(t, cfg)
 	f.bloomMu.Lock()
 	f.bloom.idxMin = 8 // idxMinStale would need 256k URLs
+	// The sub-filters are sized for 4,096 URLs each: none grows below.
+	var filters [bloomSubs]*bloom.BloomFilter
+	for i := range filters {
+		filters[i] = f.bloom.subs[i].bf
+	}
 	f.bloomMu.Unlock()
 	url := func(i int) Candidate { return u(fmt.Sprintf("h%d.test", i%50), fmt.Sprintf("/p/%d", i)) }
 	const n = 20_000
 	addInBatches(t, f, n, url)
 	f.bloomWG.Wait() // the rebuild goroutine, when it is running
+	f.bloomMu.Lock()
+	for i := range filters {
+		if f.bloom.subs[i].bf != filters[i] {
+			t.Fatalf("sub-filter %d was rebuilt, with room for %d URLs and %d added", i, f.bloom.subs[i].cap, f.bloom.subs[i].n)
+		}
+	}
+	f.bloomMu.Unlock()
 	runs := 0
 	for i := range bloomSubs {
 		runs += f.idx.entries(byte(i))
@@ -336,7 +350,15 @@ func TestSeenIndexLookupAnySpread(t *testing.T) {
 		}
 	}
 
-	// blockSearch from every guess, against a bisection, in a few blocks.
+	// Poor guesses (across partition boundaries) made some pread lookups read their whole
+	// block: the window's fallback was taken.
+	if ixs[1].wideReads.Load() == 0 {
+		t.Fatal("no pread lookup read its whole block: the window's fallback went untested")
+	}
+
+	// blockSearch from every guess, against a bisection, in a few blocks; and the pread
+	// search (a window around the guess, the whole block when it cannot decide) too.
+	pr := ixs[1].subs[h0].r
 	for _, b := range []int{0, 3, len(run.first) / 2, len(run.first) - 1} {
 		cnt := min(idxPer, run.n-b*idxPer)
 		blk := run.m[b*idxBlock : b*idxBlock+cnt*idxEntry]
@@ -355,8 +377,68 @@ func TestSeenIndexLookupAnySpread(t *testing.T) {
 					if got := blockSearch(blk, cnt, g, target[:]); got != want {
 						t.Fatalf("block %d, key %x, guess %d: %d, want %d", b, target, g, got, want)
 					}
+					wantFound := want < cnt && bytes.Equal(blk[want*idxEntry:(want+1)*idxEntry], target[:])
+					if got, found, err := ixs[1].search(pr, b, cnt, g, target[:]); err != nil || got != want || found != wantFound {
+						t.Fatalf("pread block %d, key %x, guess %d: %d %v (err %v), want %d %v", b, target, g, got, found, err, want, wantFound)
+					}
 				}
 			}
 		}
+	}
+}
+
+// BenchmarkSeenIndexPread: a cold confirmation's lookup in a run read with pread (as the
+// seen index is past DefaultSeenIndexMapBytes, about 7.5M URLs), its file in the page
+// cache: the window of idxWin entries around the guess against the whole 4 KiB block.
+//
+//	go test -run '^$' -bench SeenIndexPread ./frontier/
+func BenchmarkSeenIndexPread(b *testing.B) {
+	const n = 1 << 20 // one sub-filter's run at about 270M URLs; 18 MiB
+	r := rand.New(rand.NewPCG(3, 4))
+	const h0 = 0x21
+	keys := make([][19]byte, n)
+	for i := range keys {
+		k := &keys[i]
+		part := uint16(r.IntN(271))
+		k[0], k[1], k[2], k[3] = famSeen, byte(part>>8), byte(part), h0
+		for j := 4; j < 19; j++ {
+			k[j] = byte(r.Uint32())
+		}
+	}
+	slices.SortFunc(keys, func(a, b [19]byte) int { return bytes.Compare(a[:], b[:]) })
+	ix := newSeenIndex(b.TempDir(), -1)
+	w, err := ix.writer(1 << 16)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, k := range keys {
+		w.add(k[:])
+	}
+	run, err := w.finish()
+	if err != nil {
+		b.Fatal(err)
+	}
+	ix.install(h0, run)
+	b.Cleanup(ix.close)
+	for _, whole := range []bool{false, true} {
+		name := "window"
+		if whole {
+			name = "block"
+		}
+		b.Run(name, func(b *testing.B) {
+			ix.noWindow = whole
+			wide := ix.wideReads.Load()
+			i := 0
+			for b.Loop() {
+				k := &keys[(i*7919)%n]
+				i++
+				var h [16]byte
+				copy(h[:], k[3:])
+				if ok, err := ix.has(uint16(k[1])<<8|uint16(k[2]), h); !ok || err != nil {
+					b.Fatal("not found", err)
+				}
+			}
+			b.ReportMetric(float64(ix.wideReads.Load()-wide)/float64(b.N), "wide/op")
+		})
 	}
 }
