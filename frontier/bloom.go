@@ -201,14 +201,17 @@ func (f *Frontier) bloomWorker() {
 		// A sub-filter over its size first (its false-positive rate is past the target),
 		// then runs that are only stale.
 		i := -1
-		if !f.bloom.stopped {
-			for k := range f.bloom.subs {
-				if s := &f.bloom.subs[k]; s.due && (i < 0 || s.n > s.cap) {
-					i = k
-					if s.n > s.cap {
-						break
-					}
-				}
+		for k := range f.bloom.subs {
+			s := &f.bloom.subs[k]
+			if f.bloom.stopped || !s.due {
+				continue
+			}
+			if s.n > s.cap {
+				i = k
+				break
+			}
+			if i < 0 {
+				i = k
 			}
 		}
 		if i < 0 {

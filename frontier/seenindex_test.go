@@ -442,3 +442,35 @@ func BenchmarkSeenIndexPread(b *testing.B) {
 		})
 	}
 }
+
+// The rebuild goroutine takes a sub-filter over its size before runs that are only stale,
+// whatever their order: a filter past its size is past its false-positive target. Only
+// the grown one gets a new filter.
+func TestBloomWorkerGrowsFiltersFirst(t *testing.T) {
+	cfg := Config{DB: openDB(t, t.TempDir()), DefaultDelaySet: true, MaxPagesPerHost: -1, GeneratedBudget: -1,
+		SeenIndexDir: t.TempDir()}
+	f := openF(t, cfg)
+	var order []byte
+	f.bloomHook = func(stage string, sub byte) {
+		if stage == "logging" {
+			order = append(order, sub)
+		}
+	}
+	f.bloomMu.Lock()
+	stale1, grown, stale2 := &f.bloom.subs[3], &f.bloom.subs[7], &f.bloom.subs[9]
+	old := [3]*bloom.BloomFilter{stale1.bf, grown.bf, stale2.bf}
+	stale1.due, stale2.due = true, true // only their runs are stale
+	grown.due, grown.n = true, grown.cap+1
+	f.bloom.running = true
+	f.bloomWG.Add(1)
+	f.bloomMu.Unlock()
+	f.bloomWorker() // returns when none is due
+	if !slices.Equal(order, []byte{7, 3, 9}) {
+		t.Fatalf("rebuilt in the order %v, want [7 3 9] (the grown filter first)", order)
+	}
+	f.bloomMu.Lock()
+	defer f.bloomMu.Unlock()
+	if stale1.bf != old[0] || stale2.bf != old[2] || grown.bf == old[1] {
+		t.Fatal("only sub-filter 7 (past its size) should have a new filter")
+	}
+}

@@ -312,18 +312,19 @@ func (r *replicator) prefetch(ctx context.Context, groups map[string][]uint16) {
 					recs = append(recs, scanRec{fam: fam, key: k, value: v, deleted: deleted})
 					return nil
 				}
+				// The log's key and value are the round's to keep (the log never changes
+				// a value in place); a value read is the snapshot's, copied.
+				read := func(fam byte, k, v []byte, deleted bool) error { return add(fam, k, slices.Clone(v), deleted) }
+				one := make([][]byte, 1)
 				var err error
 				for _, ck := range keys {
-					// The log's key and value are the round's to keep (the log never
-					// changes a value in place); a read one is the snapshot's, copied.
 					if ck.val != nil {
 						r.logValues.Add(1)
 						err = add(ck.key[0], ck.key, ck.val, false)
 					} else {
 						r.logReads.Add(1)
-						err = frontier.ExportKeysTxn(r.snap, [][]byte{ck.key}, func(fam byte, k, v []byte, deleted bool) error {
-							return add(fam, k, slices.Clone(v), deleted)
-						})
+						one[0] = ck.key
+						err = frontier.ExportKeysTxn(r.snap, one, read)
 					}
 					if err != nil {
 						break
