@@ -55,9 +55,10 @@ package node
 // The node's outbox (links found here for partitions other nodes hold, not yet
 // acknowledged by them) is copied the same way, as one more section, to the backup of
 // partition 0: a page whose fetch the copies record as done may have links only that
-// outbox still held. When the node is gone past the grace period (no longer a
-// registered member), that backup queues the copied links in its own outbox; their
-// owners drop the ones they already have.
+// outbox still held. That backup keeps each source's outbox copy in a slot of its own
+// (outboxSlotFor: it often backs up several nodes' outboxes). When the node is gone past
+// the grace period (no longer a registered member), that backup queues the copied links
+// in its own outbox; their owners drop the ones they already have.
 //
 // Promotion: when p's lease has moved away from the replica's source and the source is
 // not alive, the backup imports the copy into its frontier with ImportPartition (union
@@ -121,8 +122,21 @@ type replicaMeta struct {
 	At      time.Time `json:"at"`      // when the last delta was applied
 }
 
-// outboxSlot is the pseudo-partition number the outbox copy is kept under.
+// outboxSlot is the pseudo-partition number a node's outbox travels under. A backup can
+// hold the outboxes of several sources at once (in a three-node cluster the owner of
+// partition 0 backs up both other nodes' outboxes), so it keeps each source's copy in a
+// slot of its own, from outboxSlot up to outboxSlot+maxOutboxCopies-1 (outboxSlotFor):
+// one slot for all of them would let each source's full copy replace the other's, and a
+// node lost while its outbox's copy was the other one's would lose its unsent links.
 const outboxSlot = ring.PartitionCount
+
+// maxOutboxCopies bounds the outbox copies a node keeps (one per source; a source's copy
+// goes once the source is gone and its links are queued here, or once it stopped sending
+// for replicaStaleAfter).
+const maxOutboxCopies = 256
+
+// isOutboxSlot tells a local outbox-copy slot from a partition's.
+func isOutboxSlot(p uint16) bool { return p >= outboxSlot && p < outboxSlot+maxOutboxCopies }
 
 func replicaPrefix(p uint16) []byte { return []byte{famReplica, byte(p >> 8), byte(p)} }
 func replicaMetaKey(p uint16) []byte {
@@ -165,9 +179,13 @@ type replicator struct {
 	// copies maps each partition copied here to its source (what fence reads), metas to
 	// its meta (what apply checks a delta against): loaded from Badger at the first use,
 	// then kept in step by apply and clear.
-	copies         map[uint16]string
-	metas          map[uint16]replicaMeta
-	copiesInit     bool
+	copies     map[uint16]string
+	metas      map[uint16]replicaMeta
+	copiesInit bool
+	// outboxes maps each source whose outbox is copied here to its slot (isOutboxSlot);
+	// a slot is reserved here before its first copy's meta is written, so two sources'
+	// first copies never take the same one.
+	outboxes       map[string]uint16
 	lastStaleCheck time.Time // promote's last pass over every copy's meta
 
 	zw *zstd.Encoder // send's, reused (sends are sequential)
@@ -411,13 +429,59 @@ func (r *replicator) copiesLocked() map[uint16]string {
 	if !r.copiesInit {
 		r.copies = map[uint16]string{}
 		r.metas = map[uint16]replicaMeta{}
+		r.outboxes = map[string]uint16{}
 		for p, m := range r.held() {
 			r.copies[p] = m.Source
 			r.metas[p] = m
+			if isOutboxSlot(p) {
+				r.outboxes[m.Source] = p
+			}
 		}
 		r.copiesInit = true
 	}
 	return r.copies
+}
+
+// outboxSlotFor returns the slot source's outbox copy is kept in here; with alloc (a
+// full copy arrives) a free slot is reserved for a source that has none. ok is false
+// when source has no slot (a delta without a copy: the sender is asked for a full one)
+// or every slot is taken.
+func (r *replicator) outboxSlotFor(source string, alloc bool) (uint16, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.copiesLocked()
+	if s, ok := r.outboxes[source]; ok {
+		return s, true
+	}
+	if !alloc {
+		return 0, false
+	}
+	taken := make(map[uint16]bool, len(r.outboxes))
+	for _, s := range r.outboxes {
+		taken[s] = true
+	}
+	for s := uint16(outboxSlot); isOutboxSlot(s); s++ {
+		if _, used := r.metas[s]; !used && !taken[s] {
+			r.outboxes[source] = s
+			return s, true
+		}
+	}
+	return 0, false
+}
+
+// releaseOutboxSlot frees an outbox slot whose copy was dropped or promoted.
+func (r *replicator) releaseOutboxSlot(slot uint16) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.copiesLocked()
+	if _, copied := r.metas[slot]; copied {
+		return // a full copy came in meanwhile: the slot is its source's again
+	}
+	for src, s := range r.outboxes {
+		if s == slot {
+			delete(r.outboxes, src)
+		}
+	}
 }
 
 // blocked lists the partitions whose copy from a source that is not alive waits to be
@@ -433,7 +497,7 @@ func (r *replicator) blocked() map[uint16]bool {
 	alive := r.c.aliveMembers()
 	out := map[uint16]bool{}
 	for p, src := range copies {
-		if p == outboxSlot {
+		if isOutboxSlot(p) {
 			continue
 		}
 		if _, ok := alive[src]; !ok {
@@ -975,8 +1039,8 @@ func (r *replicator) apply(br *bufio.Reader) (replicaAnswer, error) {
 	// grows) is applied again by the resent delta (sets and deletions are idempotent).
 	wb := r.db.NewWriteBatch()
 	type done struct {
-		p    uint16
-		meta replicaMeta
+		p, slot uint16 // the partition as sent, where its copy is kept
+		meta    replicaMeta
 	}
 	var applied []done
 	fail := func(err error) (replicaAnswer, error) {
@@ -1007,15 +1071,25 @@ func (r *replicator) apply(br *bufio.Reader) (replicaAnswer, error) {
 		if err != nil {
 			return fail(err)
 		}
-		meta, _ := r.meta(p)
-		accept := true
+		// slot is where p's copy is kept here: p itself, or for an outbox the source's
+		// own slot.
+		slot, accept := p, true
+		if p == outboxSlot {
+			// No slot: a delta without a copy here (asked for a full one below), or a
+			// full copy with every slot taken (refused, the partitions still apply).
+			if slot, accept = r.outboxSlotFor(source, since == 0); !accept && since == 0 && r.c != nil {
+				r.c.log.Warn("replica: no room for another outbox copy; refused", "source", source, "kept", maxOutboxCopies)
+			}
+		}
+		meta, _ := r.meta(slot)
 		switch {
+		case !accept:
 		case since == 0:
 			// A full copy: what was here of p goes first.
-			if err := r.clear(p); err != nil {
+			if err := r.clear(slot); err != nil {
 				return fail(err)
 			}
-			if err := wb.Set(replicaMetaKey(p), mustJSON(replicaMeta{Source: source})); err != nil {
+			if err := wb.Set(replicaMetaKey(slot), mustJSON(replicaMeta{Source: source})); err != nil {
 				return fail(err)
 			}
 		case meta.Source != source || meta.Version != since:
@@ -1041,11 +1115,11 @@ func (r *replicator) apply(br *bufio.Reader) (replicaAnswer, error) {
 					return fail(err)
 				}
 				if accept {
-					err = wb.Set(replicaKey(p, kbuf), slices.Clone(vbuf))
+					err = wb.Set(replicaKey(slot, kbuf), slices.Clone(vbuf))
 				}
 			case 2:
 				if accept {
-					err = wb.Delete(replicaKey(p, kbuf))
+					err = wb.Delete(replicaKey(slot, kbuf))
 				}
 			default:
 				return fail(fmt.Errorf("bad record op %d", op))
@@ -1063,16 +1137,16 @@ func (r *replicator) apply(br *bufio.Reader) (replicaAnswer, error) {
 			continue
 		}
 		m := replicaMeta{Source: source, Version: version, At: time.Now()}
-		if err := wb.Set(replicaMetaKey(p), mustJSON(m)); err != nil {
+		if err := wb.Set(replicaMetaKey(slot), mustJSON(m)); err != nil {
 			return fail(err)
 		}
-		applied = append(applied, done{p, m})
+		applied = append(applied, done{p, slot, m})
 	}
 	if err := wb.Flush(); err != nil {
 		return replicaAnswer{}, err
 	}
 	for _, d := range applied {
-		r.noteCopy(d.p, &d.meta)
+		r.noteCopy(d.slot, &d.meta)
 		ans.Applied[d.p] = d.meta.Version
 	}
 	return ans, nil
@@ -1125,7 +1199,7 @@ func (r *replicator) clear(p uint16) error {
 func (r *replicator) held() map[uint16]replicaMeta {
 	out := map[uint16]replicaMeta{}
 	_ = r.db.View(func(txn *badger.Txn) error {
-		for p := range uint16(outboxSlot + 1) {
+		for p := range uint16(outboxSlot + maxOutboxCopies) {
 			it, err := txn.Get(replicaMetaKey(p))
 			if err != nil {
 				continue
@@ -1166,8 +1240,8 @@ func (r *replicator) promote(ctx context.Context) {
 		r.lastStaleCheck = time.Now()
 	}
 	for p, source := range copies {
-		if p == outboxSlot {
-			r.promoteOutbox(states)
+		if isOutboxSlot(p) {
+			r.promoteOutbox(p, states, full)
 			continue
 		}
 		owner, _ := c.ownerOf(p)
@@ -1205,16 +1279,21 @@ func (r *replicator) promote(ctx context.Context) {
 	}
 }
 
-// promoteOutbox queues a lost node's copied outbox in this node's own, once the node is
-// gone past the grace period (the leader removed it from the members) or left.
-func (r *replicator) promoteOutbox(states map[string]gossip.Member) {
+// promoteOutbox queues a lost node's copied outbox (kept in slot) in this node's own,
+// once the node is gone past the grace period (the leader removed it from the members)
+// or left. The copy of a source that is alive but has sent nothing here for
+// replicaStaleAfter (its outbox went to another backup) is dropped, on full passes.
+func (r *replicator) promoteOutbox(slot uint16, states map[string]gossip.Member, full bool) {
 	c := r.c
-	m, ok := r.meta(outboxSlot)
+	m, ok := r.meta(slot)
 	if !ok {
 		return
 	}
 	src, known := states[m.Source]
 	if known && src.Status == gossip.StatusAlive {
+		if full && !m.At.IsZero() && time.Since(m.At) > replicaStaleAfter {
+			r.drop(slot, "stale")
+		}
 		return
 	}
 	if registered(c.tab.Load(), m.Source) && !(known && src.Status == gossip.StatusLeft) {
@@ -1222,7 +1301,7 @@ func (r *replicator) promoteOutbox(states map[string]gossip.Member) {
 	}
 	var links []forward.Link
 	err := c.n.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: replicaPrefix(outboxSlot)})
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: replicaPrefix(slot)})
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
 			k := it.Item().Key()
@@ -1255,9 +1334,10 @@ func (r *replicator) promoteOutbox(states map[string]gossip.Member) {
 		}
 		links = links[n:]
 	}
-	if err := r.clear(outboxSlot); err != nil {
+	if err := r.clear(slot); err != nil {
 		return
 	}
+	r.releaseOutboxSlot(slot)
 	r.promoted.Add(1)
 	c.log.Warn("replica: a lost node's unsent links are queued here", "source", m.Source)
 }
@@ -1266,6 +1346,9 @@ func (r *replicator) drop(p uint16, why string) {
 	if err := r.clear(p); err != nil {
 		r.c.log.Warn("replica: drop failed", "partition", p, "err", err)
 		return
+	}
+	if isOutboxSlot(p) {
+		r.releaseOutboxSlot(p)
 	}
 	r.dropped.Add(1)
 	r.c.log.Debug("replica dropped", "partition", p, "why", why)
@@ -1333,12 +1416,23 @@ type ReplicaStats struct {
 	Dropped    int64   `json:"dropped"`
 	LagSeconds float64 `json:"lag_seconds"` // age of the oldest copy of a partition held here
 	Copies     int     `json:"copies"`      // partitions of others copied here
+	// OutboxCopies lists the nodes whose outbox is copied here.
+	OutboxCopies []string `json:"outbox_copies"`
 }
 
 func (r *replicator) stats() ReplicaStats {
-	return ReplicaStats{
+	st := ReplicaStats{
 		Rounds: r.rounds.Load(), Bytes: r.bytesSent.Load(), Records: r.records.Load(), Resets: r.resets.Load(),
 		Failures: r.failures.Load(), Promoted: r.promoted.Load(), Dropped: r.dropped.Load(),
-		LagSeconds: time.Duration(r.lagNanos.Load()).Seconds(), Copies: len(r.held()),
+		LagSeconds: time.Duration(r.lagNanos.Load()).Seconds(), OutboxCopies: []string{},
 	}
+	for p, m := range r.held() {
+		if isOutboxSlot(p) {
+			st.OutboxCopies = append(st.OutboxCopies, m.Source)
+		} else {
+			st.Copies++
+		}
+	}
+	slices.Sort(st.OutboxCopies)
+	return st
 }

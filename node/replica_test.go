@@ -184,6 +184,70 @@ func TestReplicaDeltasInOrder(t *testing.T) {
 	}
 }
 
+// TestReplicaOutboxCopiesPerSource: in a three-node cluster the owner of partition 0
+// backs up both other nodes' outboxes. Each source's copy is kept apart and takes its
+// deltas: one slot for both made each source's full copy replace the other's, round
+// after round, so a node lost while the backup held the other's outbox lost its unsent
+// links (a cross-host redirect's target went missing in the chaos suite that way).
+func TestReplicaOutboxCopiesPerSource(t *testing.T) {
+	srcA, srcB := newFakeSource(), newFakeSource()
+	a, b := testReplicator(t, "n1", srcA), testReplicator(t, "n3", srcB)
+	bak := testReplicator(t, "n2", nil)
+	a.parts[outboxSlot] = &replOut{backup: "n2"}
+	b.parts[outboxSlot] = &replOut{backup: "n2"}
+	okey := func(k string) string { return pkey(forward.KeyPrefix, outboxSlot, k) }
+	copyFrom := func(source string) map[string]string {
+		t.Helper()
+		slot, ok := bak.outboxSlotFor(source, false)
+		if !ok {
+			t.Fatalf("no outbox copy of %s", source)
+		}
+		return copyOf(t, bak, slot)
+	}
+	srcA.set(okey("a1"), "A1")
+	srcB.set(okey("b1"), "B1")
+	for i := range 3 {
+		srcA.set(okey(fmt.Sprintf("a%d", i+2)), "A")
+		srcB.set(okey(fmt.Sprintf("b%d", i+2)), "B")
+		if i > 0 {
+			srcA.del(okey(fmt.Sprintf("a%d", i+1)))
+		}
+		for _, snd := range []*replicator{a, b} {
+			if ans := round(t, snd, bak, outboxSlot); len(ans.Resync) != 0 || ans.Applied[outboxSlot] == 0 {
+				t.Fatalf("round %d from %s: %+v", i, snd.self, ans)
+			}
+		}
+	}
+	if got, want := copyFrom("n1"), map[string]string{okey("a1"): "A1", okey("a4"): "A"}; !maps.Equal(got, want) {
+		t.Fatalf("copy of n1's outbox: %v, want %v", got, want)
+	}
+	if got := copyFrom("n3"); len(got) != 4 || got[okey("b1")] != "B1" {
+		t.Fatalf("copy of n3's outbox: %v", got)
+	}
+	if m, _ := bak.meta(outboxSlot); m.Source != "n1" {
+		t.Fatalf("first source's slot: %+v", m)
+	}
+	if a.resets.Load()+b.resets.Load() != 0 {
+		t.Fatalf("resets %d, %d", a.resets.Load(), b.resets.Load())
+	}
+	// The slots survive a restart (metas are read back from Badger), and a slot whose copy
+	// went is free for another source; the remaining source keeps its own.
+	fresh := &replicator{db: bak.db, parts: map[uint16]*replOut{}}
+	if s, ok := fresh.outboxSlotFor("n3", false); !ok || s != outboxSlot+1 {
+		t.Fatalf("n3's slot after a restart: %d %v", s, ok)
+	}
+	if err := fresh.clear(outboxSlot); err != nil {
+		t.Fatal(err)
+	}
+	fresh.releaseOutboxSlot(outboxSlot)
+	if s, ok := fresh.outboxSlotFor("n4", true); !ok || s != outboxSlot {
+		t.Fatalf("n4's slot: %d %v", s, ok)
+	}
+	if s, _ := fresh.outboxSlotFor("n3", true); s != outboxSlot+1 {
+		t.Fatalf("n3's slot moved to %d", s)
+	}
+}
+
 // TestReplicaApplyCutShort: a request cut off midway acknowledges nothing and moves no
 // copy's meta (the stream is one write batch); the same delta then applies whole, with no
 // reset. The backup's in-memory metas agree with Badger's after a restart.
@@ -252,7 +316,7 @@ func FuzzReplicaApply(f *testing.F) {
 			defer it.Close()
 			for it.Rewind(); it.Valid(); it.Next() {
 				k := it.Item().Key()
-				if len(k) < 4 || k[0] != famReplica || binary.BigEndian.Uint16(k[1:3]) > outboxSlot {
+				if len(k) < 4 || k[0] != famReplica || binary.BigEndian.Uint16(k[1:3]) >= outboxSlot+maxOutboxCopies {
 					t.Fatalf("key %q outside the replica space", k)
 				}
 			}
