@@ -89,9 +89,10 @@ type Config struct {
 	// Rand returns a float in [0,1) for backoff jitter. Default math/rand/v2 Float64.
 	Rand func() float64
 
-	// SeenCacheSize bounds a cache of recently seen URL hashes that answers repeated links
-	// without a Badger lookup (about 80 bytes per entry, two generations). Default 65536;
-	// negative disables it.
+	// SeenCacheSize bounds a cache of recently seen URLs that answers repeated links
+	// without hashing them or a lookup: two generations of this many entries, each a URL's
+	// bytes and 48 bytes of slots (about 6 MiB of slots, allocated at Open, and the URLs at
+	// the default). Default 65536; negative disables it.
 	SeenCacheSize int
 
 	// SeenIndexDir, when set, is a directory for the seen index (seenindex.go): per Bloom

@@ -25,12 +25,14 @@
 //     get Recrawl.Share of the host's leases while new URLs wait too.
 //   - The seen set: a Bloom filter in front of exact Badger keys (URLHash). A Bloom "maybe"
 //     is always confirmed against the key, so a false positive costs a lookup, never a URL.
-//     Repeated links are confirmed by a bounded cache of seen hashes; old ("cold") ones,
-//     with Config.SeenIndexDir, by the seen index (seenindex.go): per Bloom sub-filter a
-//     sorted file of the seen keys of one Badger snapshot, rebuilt with the sub-filter,
-//     read instead of a Badger point read (~16 us of CPU on on-disk tables): through a
-//     mapping while the whole index is within Config.SeenIndexMapBytes, with one pread
-//     beyond. Found there means found in Badger; not found there means "ask Badger".
+//     Repeated links are answered by a bounded cache of seen URLs (no hash computed for
+//     a hit); old ("cold") ones, with Config.SeenIndexDir, by the seen index
+//     (seenindex.go): per Bloom sub-filter a sorted file of the seen keys of one Badger
+//     snapshot, rebuilt with the sub-filter, read instead of a Badger point read (~16 us
+//     of CPU on on-disk tables): through a mapping while the whole index is within
+//     Config.SeenIndexMapBytes, with one pread beyond. Found there means found in Badger;
+//     not found there means "ask Badger". When most cache misses of recent calls turned
+//     out seen, the index is asked before the Bloom filter (Frontier.indexFirst).
 //   - Leases: a URL leaves its queue only in Done. Transient failures retry with
 //     exponential backoff and full jitter; the MaxAttempts-th failure parks the URL as a
 //     dead letter with its last error. Retry-After (429/503) holds the whole host.
@@ -54,7 +56,7 @@
 // Memory holds no per-URL state: per host a small struct (counters, politeness, heap slot)
 // and, for hosts with queued URLs, a prefetch buffer of up to Prefetch records; per
 // partition the earliest retry due time; the Bloom filter (1.2-1.44 bytes per URL at 1%);
-// a bounded cache of recently seen hashes (SeenCacheSize); and, with a seen index, the
+// a bounded cache of recently seen URLs (SeenCacheSize); and, with a seen index, the
 // first key of each of its 4 KB blocks (8 bytes per 227 URLs, 3.5 MB at 100M URLs; the
 // index itself, 18 bytes a URL, is on disk: mapped while it is within SeenIndexMapBytes,
 // 128 MiB by default, its touched pages file-backed resident memory that the node's

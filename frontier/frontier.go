@@ -256,8 +256,11 @@ type Frontier struct {
 	partMu    sync.Mutex
 
 	bloomFalsePos atomic.Int64 // Bloom said "maybe", Badger said "new"
-	bloomChecks   atomic.Int64 // Bloom said "maybe" and Badger was asked
+	bloomChecks   atomic.Int64 // cache misses found seen or asked of Badger: Bloom said "maybe", or the index asked first held it
 	idxHits       atomic.Int64 // of those, answered by the seen index's runs
+	// seenShare: of recent Add calls' seen-cache misses, the share that turned out seen,
+	// in 1/1<<15 (indexFirst).
+	seenShare atomic.Int64
 }
 
 // Open builds a Frontier over cfg.DB: it loads host state and counters, counts queued,
@@ -595,8 +598,11 @@ type prep struct {
 	gen   bool
 	maybe bool
 	seen  bool
-	key   []byte
-	h     *host
+	// cached: the seen cache holds it; indexed: the seen index was asked (before the
+	// Bloom filter) and did not hold it.
+	cached, indexed bool
+	key             []byte
+	h               *host
 	// cash and links sum the candidate's occurrences in the batch (OPIC).
 	cash  float64
 	links int
@@ -675,6 +681,14 @@ func (f *Frontier) Add(cands []Candidate) (AddResult, error) {
 			res.Rejected[r]++
 			continue
 		}
+		// The seen cache first (exact: it holds only committed seen URLs): most links
+		// of a crawl are links met again and again, and a hit needs no hash of the URL.
+		// Unless the link brings OPIC cash, which is passed on by the seen key.
+		cached := f.cache.has(c.URL)
+		if cached && !(f.cfg.Importance && c.Cash > 0) {
+			res.AlreadySeen++
+			continue
+		}
 		hash := URLHash(c.URL)
 		if j, ok := dup.lookupOrInsert(items, hash); ok {
 			// The same URL from several pages of one batch: each occurrence is an
@@ -684,22 +698,21 @@ func (f *Frontier) Add(cands []Candidate) (AddResult, error) {
 			items[j].links++
 			continue
 		}
-		items = append(items, prep{c: c, host: hn, part: f.cfg.PartitionOf(hn), hash: hash, cash: c.Cash, links: 1})
+		items = append(items, prep{c: c, host: hn, part: f.cfg.PartitionOf(hn), hash: hash, cash: c.Cash, links: 1, seen: cached, cached: cached})
 	}
 	if len(items) == 0 {
 		return res, nil
 	}
-	// Pre-check outside addMu: most links of a crawl are already seen, and most of those
-	// are links met again and again. The seen cache (exact: it holds only committed seen
-	// hashes) answers them first with one probe; only its misses pay the Bloom filter's
-	// k probes (all k for a "maybe"), each a likely cache miss in a filter of many MB.
+	// Pre-check outside addMu: the seen cache's misses pay the Bloom filter's k probes
+	// (all k for a "maybe"), each a likely cache miss in a filter of many MB.
 	miss := 0
 	for i := range items {
-		if f.cache.has(items[i].hash) {
-			items[i].seen = true
-		} else {
+		if !items[i].seen {
 			miss++
 		}
+	}
+	if miss > 0 && f.idx != nil && f.seenShare.Load() > indexFirstShare {
+		miss = f.indexFirst(items, miss)
 	}
 	if miss > 0 {
 		f.bloomMu.RLock()
@@ -713,6 +726,7 @@ func (f *Frontier) Add(cands []Candidate) (AddResult, error) {
 	if err := f.confirm(items); err != nil {
 		return res, err
 	}
+	f.noteSeenShare(items)
 	var boosts []prep
 	var bp *[]prep
 	if f.cfg.Importance {
@@ -854,7 +868,7 @@ func (f *Frontier) Add(cands []Candidate) (AddResult, error) {
 	f.bloomMu.Lock()
 	for _, it := range accepted[:done] {
 		f.bloom.add(it.hash)
-		f.cache.add(it.hash)
+		f.cache.add(it.c.URL)
 	}
 	f.bloomMu.Unlock()
 
@@ -881,6 +895,64 @@ func (f *Frontier) Add(cands []Candidate) (AddResult, error) {
 // mapped bytes it advised. For badgermem.Trimmer.Also.
 func (f *Frontier) TrimSeenIndex() int64 { return f.idx.trim() }
 
+// The order of a cache miss's checks. A miss is a new URL or a seen one the cache does
+// not hold (a "cold" link). Bloom first costs a new URL one filter test (k probes, each a
+// likely CPU cache miss: about 1.2 us in a filter of many MB) and a cold link the test and
+// then an index lookup; index first costs a cold link one lookup and a new URL a lookup
+// and then the test. So when most misses turn out seen, as in a long crawl, where nearly
+// every link was met before, the index goes first: it answers exactly ("seen") for the keys
+// its runs hold, and whatever it does not hold takes the Bloom path as before. The share is
+// an average over recent Add calls; index first once it exceeds indexFirstShare (2/3: a
+// lookup read with pread costs up to about twice a filter test).
+const indexFirstShare = 2 * (1 << 15) / 3 // of 1<<15
+
+// noteSeenShare folds the share of this call's cache misses that turned out seen into
+// f.seenShare (an average with weight 1/16 per call; racing updates may be lost, which
+// only slows the average).
+func (f *Frontier) noteSeenShare(items []prep) {
+	miss, seen := 0, 0
+	for i := range items {
+		if items[i].cached {
+			continue
+		}
+		miss++
+		if items[i].seen {
+			seen++
+		}
+	}
+	if miss == 0 {
+		return
+	}
+	old := f.seenShare.Load()
+	f.seenShare.Store(old + (int64(seen<<15/miss)-old)/16)
+}
+
+// indexFirst asks the seen index for every item the cache did not answer, before the
+// Bloom filter, and returns how many are still unanswered. A read error leaves the rest
+// to the Bloom path (which asks the index again, then Badger).
+func (f *Frontier) indexFirst(items []prep, miss int) int {
+	for i := range items {
+		it := &items[i]
+		if it.seen {
+			continue
+		}
+		ok, err := f.idx.has(it.part, it.hash)
+		if err != nil {
+			return miss
+		}
+		if !ok {
+			it.indexed = true
+			continue
+		}
+		f.bloomChecks.Add(1)
+		f.idxHits.Add(1)
+		it.seen = true
+		f.cache.add(it.c.URL)
+		miss--
+	}
+	return miss
+}
+
 // confirm looks up the exact seen key of every item the Bloom filter called "maybe".
 func (f *Frontier) confirm(items []prep) error {
 	need := false
@@ -899,6 +971,10 @@ func (f *Frontier) confirm(items []prep) error {
 			if !items[i].maybe {
 				continue
 			}
+			if items[i].indexed {
+				need = true // asked before the Bloom filter: not in its run
+				continue
+			}
 			ok, err := f.idx.has(items[i].part, items[i].hash)
 			if err != nil {
 				// A failing disk: Badger answers the rest of this call (one warning a call,
@@ -911,7 +987,7 @@ func (f *Frontier) confirm(items []prep) error {
 				f.bloomChecks.Add(1)
 				f.idxHits.Add(1)
 				items[i].seen, items[i].maybe = true, false
-				f.cache.add(items[i].hash)
+				f.cache.add(items[i].c.URL)
 				continue
 			}
 			need = true
@@ -933,7 +1009,7 @@ func (f *Frontier) confirm(items []prep) error {
 			switch {
 			case err == nil:
 				items[i].seen = true
-				f.cache.add(items[i].hash)
+				f.cache.add(items[i].c.URL)
 			case errors.Is(err, badger.ErrKeyNotFound):
 				f.bloomFalsePos.Add(1)
 			default:

@@ -21,8 +21,12 @@ import (
 // and no URL never added is, with and without the seen index. A partition dropped after
 // the runs were built is no longer seen through them.
 func TestColdConfirmationsExact(t *testing.T) {
-	for _, index := range []string{"none", "mapped", "pread"} {
-		t.Run("index="+index, func(t *testing.T) {
+	for _, index := range []string{"none", "mapped", "pread", "mapped-first", "pread-first"} {
+		// -first: the index is asked before the Bloom filter (as when most cache misses
+		// turn out seen), forced for every call.
+		indexFirst := strings.HasSuffix(index, "-first")
+		index := strings.TrimSuffix(index, "-first")
+		t.Run(fmt.Sprintf("index=%s/first=%v", index, indexFirst), func(t *testing.T) {
 			dir := t.TempDir()
 			db := openDB(t, dir)
 			cfg := Config{DB: db, DefaultDelaySet: true, MaxPagesPerHost: -1, GeneratedBudget: -1,
@@ -61,6 +65,9 @@ func TestColdConfirmationsExact(t *testing.T) {
 			var batch []Candidate
 			wantSeen, wantNew := 0, 0
 			check := func() {
+				if indexFirst {
+					f.seenShare.Store(1 << 15)
+				}
 				r := mustAdd(t, f, batch...)
 				if r.AlreadySeen != wantSeen || r.Added != wantNew {
 					t.Fatalf("already seen %d, added %d; want %d, %d (rejected %v)", r.AlreadySeen, r.Added, wantSeen, wantNew, r.Rejected)
@@ -472,5 +479,50 @@ func TestBloomWorkerGrowsFiltersFirst(t *testing.T) {
 	defer f.bloomMu.Unlock()
 	if stale1.bf != old[0] || stale2.bf != old[2] || grown.bf == old[1] {
 		t.Fatal("only sub-filter 7 (past its size) should have a new filter")
+	}
+}
+
+// TestIndexFirstFollowsTheMix: the seen index goes before the Bloom filter once most of the
+// seen cache's misses turn out seen, and the Bloom filter first again once most are new.
+func TestIndexFirstFollowsTheMix(t *testing.T) {
+	cfg := Config{DB: openDB(t, t.TempDir()), DefaultDelaySet: true, MaxPagesPerHost: -1, GeneratedBudget: -1,
+		SeenCacheSize: 16, SeenIndexDir: t.TempDir()}
+	f := openF(t, cfg)
+	old := func(i int) Candidate { return u(fmt.Sprintf("h%d.test", i%20), fmt.Sprintf("/o/%d", i)) }
+	addInBatches(t, f, 4000, old)
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f = openF(t, cfg) // runs hold every URL; the cache is empty
+	if f.seenShare.Load() > indexFirstShare {
+		t.Fatal("index first before any Add")
+	}
+	hits0 := f.Stats().SeenIndexHits
+	for i := 0; i < 2000; i += 100 { // 99 seen and 1 new a call
+		batch := []Candidate{u("new.test", fmt.Sprintf("/n/%d", i))}
+		for j := i; j < i+99; j++ {
+			batch = append(batch, old(j))
+		}
+		if r := mustAdd(t, f, batch...); r.AlreadySeen != 99 || r.Added != 1 {
+			t.Fatalf("%+v", r)
+		}
+	}
+	if s := f.seenShare.Load(); s <= indexFirstShare {
+		t.Fatalf("seen share %d/%d after mostly-seen calls, want over %d", s, 1<<15, indexFirstShare)
+	}
+	if hits := f.Stats().SeenIndexHits - hits0; hits < 1900 {
+		t.Fatalf("%d confirmations by the index", hits)
+	}
+	for i := 0; i < 40; i++ { // all new
+		var batch []Candidate
+		for j := range 50 {
+			batch = append(batch, u("fresh.test", fmt.Sprintf("/f/%d/%d", i, j)))
+		}
+		if r := mustAdd(t, f, batch...); r.Added != 50 {
+			t.Fatalf("%+v", r)
+		}
+	}
+	if s := f.seenShare.Load(); s > indexFirstShare {
+		t.Fatalf("seen share %d/%d after all-new calls, want at most %d", s, 1<<15, indexFirstShare)
 	}
 }

@@ -1,0 +1,122 @@
+package frontier
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"unsafe"
+)
+
+// TestSeenCacheKeysAreCopies: a URL sliced from a large buffer (a page, a forwarded batch)
+// is stored as a copy, so the cache does not keep the buffer alive.
+func TestSeenCacheKeysAreCopies(t *testing.T) {
+	c := newSeenCache(64)
+	buf := strings.Repeat("x", 1<<20) + "http://a.test/p"
+	u := buf[len(buf)-len("http://a.test/p"):]
+	c.add(u)
+	if !c.has("http://a.test/p") {
+		t.Fatal("added URL not found")
+	}
+	inBuf := func(s string) bool {
+		p, b := uintptr(unsafe.Pointer(unsafe.StringData(s))), uintptr(unsafe.Pointer(unsafe.StringData(buf)))
+		return p >= b && p < b+uintptr(len(buf))
+	}
+	for i := range c.shards {
+		for _, sl := range c.shards[i].young.slots {
+			if sl.h != 0 && inBuf(sl.u) {
+				t.Fatalf("cache key %q points into the caller's buffer", sl.u)
+			}
+		}
+	}
+}
+
+// TestSeenCacheBounded: at most two generations of size/16 entries per shard, and the URLs
+// added last are still there.
+func TestSeenCacheBounded(t *testing.T) {
+	c := newSeenCache(160)
+	for i := range 10_000 {
+		c.add(fmt.Sprintf("http://h.test/%d", i))
+	}
+	total := 0
+	for i := range c.shards {
+		s := &c.shards[i]
+		if s.young.n > c.per || s.old.n > c.per {
+			t.Fatalf("shard %d: young %d, old %d, want at most %d each", i, s.young.n, s.old.n, c.per)
+		}
+		for _, tb := range []cacheTable{s.young, s.old} {
+			held := 0
+			for _, sl := range tb.slots {
+				if sl.h != 0 {
+					held++
+				}
+			}
+			if held != tb.n {
+				t.Fatalf("shard %d: %d slots used, n = %d", i, held, tb.n)
+			}
+		}
+		total += s.young.n + s.old.n
+	}
+	if total > 2*160 {
+		t.Fatalf("%d entries, want at most %d", total, 2*160)
+	}
+	if !c.has("http://h.test/9999") {
+		t.Fatal("the last URL added is gone")
+	}
+	if c.has("http://h.test/99999") {
+		t.Fatal("a URL never added is found")
+	}
+	c.reset()
+	if c.has("http://h.test/9999") {
+		t.Fatal("found after reset")
+	}
+}
+
+// TestAddCachedLinks: links the seen cache answers (no hash computed for them) are counted
+// already seen, once per occurrence, beside new links and statically rejected ones in the
+// same batch.
+func TestAddCachedLinks(t *testing.T) {
+	f := openF(t, noDelay(openDB(t, "")))
+	mustAdd(t, f, u("h.test", "/a"), u("h.test", "/b"))
+	if !f.cache.has("http://h.test/a") {
+		t.Fatal("an added URL is not in the seen cache")
+	}
+	r := mustAdd(t, f, u("h.test", "/a"), u("h.test", "/c"), u("h.test", "/a"), u("h.test", "/b"), u("h.test", "/c"),
+		Candidate{URL: "not a url"})
+	if r.Added != 1 || r.AlreadySeen != 4 || r.Rejected[RejectInvalidURL] != 1 {
+		t.Fatalf("add %+v, want 1 added, 4 already seen, 1 invalid", r)
+	}
+	if s := f.Stats(); s.Seen != 3 || s.Queued != 3 {
+		t.Fatalf("stats %+v", s)
+	}
+}
+
+// BenchmarkSeenCache: the seen cache's share of a link check in the scale benchmark's mix:
+// 80% of lookups from a hot set of 5,000 URLs, 20% cold URLs that miss and are then added
+// (as a confirmation adds them).
+//
+//	go test -run '^$' -bench SeenCache ./frontier/
+func BenchmarkSeenCache(b *testing.B) {
+	c := newSeenCache(1 << 16)
+	const hot = 5000
+	urls := make([]string, 1<<20)
+	for i := range urls {
+		urls[i] = fmt.Sprintf("http://host%d.scale.test/section/%d/page-%d.html", i%2000, i%97, i)
+	}
+	for i := range hot {
+		c.add(urls[i])
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	cold := hot
+	for i := 0; i < b.N; i++ {
+		if i%5 == 4 {
+			u := urls[hot+cold%(len(urls)-hot)]
+			cold += 7919
+			if !c.has(u) {
+				c.add(u)
+			}
+			continue
+		}
+		c.has(urls[(i*7919)%hot])
+	}
+}
