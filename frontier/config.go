@@ -90,9 +90,10 @@ type Config struct {
 	Rand func() float64
 
 	// SeenCacheSize bounds a cache of recently seen URLs that answers repeated links
-	// without hashing them or a lookup: two generations of this many entries, each a URL's
-	// bytes and 48 bytes of slots (about 6 MiB of slots, allocated at Open, and the URLs at
-	// the default). Default 65536; negative disables it.
+	// without hashing them or a lookup: two generations of this many entries, 48 bytes of
+	// slots each (6 MiB at the default, allocated at Open) and their URLs, at most 128
+	// bytes an entry on average (16 MiB at the default). Default 65536; negative disables
+	// it.
 	SeenCacheSize int
 
 	// SeenIndexDir, when set, is a directory for the seen index (seenindex.go): per Bloom

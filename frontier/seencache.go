@@ -8,11 +8,13 @@ import (
 
 // seenCache is a small, bounded set of canonical URLs known to be in the seen set: the
 // links a crawl meets again and again (navigation, footers) are answered from it without a
-// Badger lookup. It holds two generations per shard; when the young one is full the old one
-// is dropped, an approximate LRU with O(1) work and a hard memory bound of 2*size entries
-// (a URL's bytes plus 48 bytes of slots). Entries are only ever added for URLs whose seen key is
-// committed, and only DropPartition deletes seen keys (it resets the cache), so a hit is
-// exact.
+// Badger lookup. It holds two generations per shard; when the young one is full (in
+// entries or in URL bytes) the old one is dropped, an approximate LRU with O(1) work and a
+// hard memory bound: 2*size entries of 48 bytes of slots and at most 2*size*cacheURLBytes
+// bytes of URLs (16 MiB at the default size, whatever URLs a hostile site makes up; URLs
+// over cacheMaxURL bytes are not cached at all). Entries are only ever added for URLs
+// whose seen key is committed, and only DropPartition deletes seen keys (it resets the
+// cache), so a hit is exact.
 //
 // Keyed by the URL itself, not its URLHash: a hit then costs no hash of the URL at all,
 // and SHA-256 was the largest single cost of a link check that the cache answers (0.37 us
@@ -34,9 +36,17 @@ type seenShard struct {
 	young, old cacheTable
 }
 
+// A generation's URL bytes average at most cacheURLBytes an entry (typical URLs are well
+// under it); a URL over cacheMaxURL bytes is left to the hash path.
+const (
+	cacheURLBytes = 128
+	cacheMaxURL   = 512
+)
+
 type cacheTable struct {
 	slots []cacheSlot // len a power of two, at least twice the generation's size
 	n     int
+	bytes int // of the URLs held
 }
 
 type cacheSlot struct {
@@ -74,7 +84,7 @@ func (c *seenCache) hash(u string) (uint64, *seenShard) {
 }
 
 func (c *seenCache) has(u string) bool {
-	if c == nil {
+	if c == nil || len(u) > cacheMaxURL {
 		return false
 	}
 	h, s := c.hash(u)
@@ -90,7 +100,7 @@ func (c *seenCache) has(u string) bool {
 }
 
 func (c *seenCache) add(u string) {
-	if c == nil {
+	if c == nil || len(u) > cacheMaxURL {
 		return
 	}
 	h, s := c.hash(u)
@@ -104,7 +114,7 @@ func (c *seenCache) addLocked(s *seenShard, h uint64, u string) {
 	if slot.h != 0 {
 		return
 	}
-	if s.young.n >= c.per {
+	if s.young.n >= c.per || s.young.bytes+len(u) > c.per*cacheURLBytes {
 		// The young generation is full: it becomes the old one, and the old one's
 		// slots, cleared (their strings freed), the young one.
 		s.young, s.old = s.old, s.young
@@ -113,11 +123,12 @@ func (c *seenCache) addLocked(s *seenShard, h uint64, u string) {
 	}
 	*slot = cacheSlot{h: h, u: strings.Clone(u)}
 	s.young.n++
+	s.young.bytes += len(u)
 }
 
 func (t *cacheTable) clear() {
 	clear(t.slots)
-	t.n = 0
+	t.n, t.bytes = 0, 0
 }
 
 // reset forgets every entry. DropPartition calls it: a hit must stay exact, and the

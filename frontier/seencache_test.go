@@ -69,6 +69,34 @@ func TestSeenCacheBounded(t *testing.T) {
 	if c.has("http://h.test/9999") {
 		t.Fatal("found after reset")
 	}
+
+	// Long URLs (a hostile site's) fill a generation by their bytes, not their count, and
+	// URLs over cacheMaxURL are not held at all.
+	long := strings.Repeat("a", cacheMaxURL)
+	for i := range 10_000 {
+		c.add(fmt.Sprintf("http://h.test/%d/%s", i, long)[:cacheMaxURL])
+	}
+	held := 0
+	for i := range c.shards {
+		for _, tb := range []cacheTable{c.shards[i].young, c.shards[i].old} {
+			b := 0
+			for _, sl := range tb.slots {
+				b += len(sl.u)
+			}
+			if b != tb.bytes || b > c.per*cacheURLBytes {
+				t.Fatalf("shard %d: %d URL bytes held (counted %d), want at most %d", i, b, tb.bytes, c.per*cacheURLBytes)
+			}
+			held += b
+		}
+	}
+	if held > 2*160*cacheURLBytes {
+		t.Fatalf("%d URL bytes held, want at most %d", held, 2*160*cacheURLBytes)
+	}
+	tooLong := "http://h.test/" + strings.Repeat("b", cacheMaxURL)
+	c.add(tooLong)
+	if c.has(tooLong) {
+		t.Fatal("a URL over cacheMaxURL was cached")
+	}
 }
 
 // TestAddCachedLinks: links the seen cache answers (no hash computed for them) are counted
@@ -80,10 +108,16 @@ func TestAddCachedLinks(t *testing.T) {
 	if !f.cache.has("http://h.test/a") {
 		t.Fatal("an added URL is not in the seen cache")
 	}
+	st0 := f.Stats()
 	r := mustAdd(t, f, u("h.test", "/a"), u("h.test", "/c"), u("h.test", "/a"), u("h.test", "/b"), u("h.test", "/c"),
 		Candidate{URL: "not a url"})
 	if r.Added != 1 || r.AlreadySeen != 4 || r.Rejected[RejectInvalidURL] != 1 {
 		t.Fatalf("add %+v, want 1 added, 4 already seen, 1 invalid", r)
+	}
+	// /a and /b were answered by the cache: no confirmation (at most one, a Bloom false
+	// positive for the new /c).
+	if n := f.Stats().BloomChecks - st0.BloomChecks; n > 1 {
+		t.Fatalf("%d confirmations past the cache, want at most 1", n)
 	}
 	if s := f.Stats(); s.Seen != 3 || s.Queued != 3 {
 		t.Fatalf("stats %+v", s)

@@ -482,9 +482,11 @@ func TestBloomWorkerGrowsFiltersFirst(t *testing.T) {
 	}
 }
 
-// TestIndexFirstFollowsTheMix: the seen index goes before the Bloom filter once most of the
-// seen cache's misses turn out seen, and the Bloom filter first again once most are new.
-func TestIndexFirstFollowsTheMix(t *testing.T) {
+// TestSeenShareFollowsTheMix: the share that picks the order (Add asks the index first
+// while it is over indexFirstShare) rises over it once most of the seen cache's misses turn
+// out seen, and falls under it again once most are new. That both orders are exact is
+// TestColdConfirmationsExact's.
+func TestSeenShareFollowsTheMix(t *testing.T) {
 	cfg := Config{DB: openDB(t, t.TempDir()), DefaultDelaySet: true, MaxPagesPerHost: -1, GeneratedBudget: -1,
 		SeenCacheSize: 16, SeenIndexDir: t.TempDir()}
 	f := openF(t, cfg)
