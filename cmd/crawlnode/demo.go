@@ -72,7 +72,7 @@ func runDemo(args []string) error {
 	}
 	fmt.Fprintf(os.Stderr, "demo: simulated web of %d hosts on %s; crawling into %s\n", *hosts, addr, cfg.DataDir)
 	start := time.Now()
-	if err := crawl(cfg, f.quiet); err != nil {
+	if err := crawl(cfg, f.quiet, f.gcHeadroom); err != nil {
 		return err
 	}
 	rep := web.Report(simweb.ReportOptions{UserAgent: cfg.UserAgent, DefaultDelay: cfg.Delay, PerHost: cfg.PerHost, MaxDepth: cfg.MaxDepth})
