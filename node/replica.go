@@ -202,6 +202,10 @@ type replicator struct {
 	// changes is the log of the keys committed since the copies' versions (nil: every
 	// round takes the full pass).
 	changes *changeLog
+	// stillHeld reports whether p (a partition, or the outbox) is still this node's to
+	// copy: its lease is held here, whether or not a handoff holds it for the moment
+	// (nil: nothing left out of a round is kept).
+	stillHeld func(p uint16) bool
 
 	// kick asks run for a round now (waitCopied: an acknowledgement waits for it);
 	// roundDone is closed, and replaced, when a round ends (under mu).
@@ -211,6 +215,11 @@ type replicator struct {
 	// Metrics.
 	bytesSent, records, rounds, resets, promoted, dropped, failures atomic.Int64
 	keyed                                                           atomic.Int64 // partition exports read from the change log's keys
+	cutMisses                                                       atomic.Int64 // rounds whose snapshot the change log did not reach in time (full pass)
+	logMisses                                                       atomic.Int64 // partition exports whose copy stood below the log's coverage (full pass)
+	fullCopies, fullRecords                                         atomic.Int64 // sections sent whole (no copy yet, a new backup, a reset), and their records
+	unscanned                                                       atomic.Int64 // delta sections exported on their own (not read ahead by the round)
+	skipped                                                         atomic.Int64 // held partitions a round left out (no contact, backup away), copy kept
 	logValues, logReads                                             atomic.Int64 // of their keys: values the log held, keys read from the snapshot
 	ackUncopied                                                     atomic.Int64 // forwarded links acknowledged before a copy held them (waitCopied gave up)
 	lagNanos                                                        atomic.Int64 // the oldest held copy's age at the last round
@@ -221,6 +230,16 @@ func newReplicator(c *cluster, interval time.Duration) *replicator {
 	r := &replicator{c: c, interval: interval, self: c.self, db: c.n.db, parts: map[uint16]*replOut{},
 		kick: make(chan struct{}, 1), roundDone: make(chan struct{})}
 	r.export = r.frontierExport(c.n.front)
+	r.stillHeld = func(p uint16) bool {
+		if isOutboxSlot(p) {
+			return true
+		}
+		if c.tab.Load() == nil {
+			return false
+		}
+		owner, _ := c.ownerOf(p)
+		return owner == c.self
+	}
 	front := c.n.front
 	r.exportMany = func(parts []uint16, since uint64, fn func(uint16, byte, []byte, []byte, bool) error) (uint64, error) {
 		return front.ExportPartitionsSinceTxn(r.snap, parts, since, fn)
@@ -314,11 +333,16 @@ func (r *replicator) prefetch(ctx context.Context, groups map[string][]uint16) {
 			}
 		}
 		r.mu.Unlock()
-		if len(since) > 0 && r.changes.cut(ctx, readTs) {
+		cut := len(since) > 0 && r.changes.cut(ctx, readTs)
+		if len(since) > 0 && !cut {
+			r.cutMisses.Add(1)
+		}
+		if cut {
 		parts:
 			for _, p := range slices.Sorted(maps.Keys(since)) {
 				keys, ok := r.changes.changed(p, since[p], readTs)
 				if !ok {
+					r.logMisses.Add(1)
 					continue
 				}
 				var recs []scanRec
@@ -681,6 +705,38 @@ func (r *replicator) backups() map[string][]uint16 {
 	return out
 }
 
+// keepHeldLocked forgets the copies of partitions no longer held here and returns the
+// version each remaining copy stands at (for the change log's settle). A partition still
+// held but left out of this round's groups (no contact with the leader, its backup not
+// alive to gossip for the moment, a hold for a handoff) keeps its copy's version, and
+// the change log its keys since: when the backup is back the round sends what changed
+// meanwhile, not the partition in full. Forgetting it made every missed heartbeat of a
+// CPU-starved node cost full copies of all its partitions (BENCHMARKS.md, "Cluster
+// scaling", 2026-11-29). Callers hold mu.
+func (r *replicator) keepHeldLocked(groups map[string][]uint16) map[uint16]uint64 {
+	for p := range r.parts {
+		sent := false
+		for _, parts := range groups {
+			if slices.Contains(parts, p) {
+				sent = true
+				break
+			}
+		}
+		switch {
+		case sent:
+		case r.stillHeld != nil && r.stillHeld(p):
+			r.skipped.Add(1)
+		default:
+			delete(r.parts, p)
+		}
+	}
+	acked := make(map[uint16]uint64, len(r.parts))
+	for p, st := range r.parts {
+		acked[p] = st.version
+	}
+	return acked
+}
+
 // round sends every held partition's changes to its backup.
 func (r *replicator) round(ctx context.Context) {
 	groups := r.backups()
@@ -693,27 +749,14 @@ func (r *replicator) round(ctx context.Context) {
 				st = &replOut{backup: b}
 				r.parts[p] = st
 			}
-			if !st.readAt.IsZero() && (oldest.IsZero() || st.readAt.Before(oldest)) {
-				oldest = st.readAt // (a partition not yet copied at all is not counted)
-			}
 		}
 	}
-	// Forget partitions no longer held here.
-	for p := range r.parts {
-		held := false
-		for _, parts := range groups {
-			if slices.Contains(parts, p) {
-				held = true
-				break
-			}
+	acked := r.keepHeldLocked(groups)
+	// The lag counts the copies left out of this round too: they are getting older.
+	for _, st := range r.parts {
+		if !st.readAt.IsZero() && (oldest.IsZero() || st.readAt.Before(oldest)) {
+			oldest = st.readAt // (a partition not yet copied at all is not counted)
 		}
-		if !held {
-			delete(r.parts, p)
-		}
-	}
-	acked := make(map[uint16]uint64, len(r.parts))
-	for p, st := range r.parts {
-		acked[p] = st.version
 	}
 	r.mu.Unlock()
 	if r.changes != nil {
@@ -941,10 +984,18 @@ func (r *replicator) encodePhase(w *bufio.Writer, parts []uint16, phase int, don
 			}
 			version = r.scan.version
 		} else {
+			if full {
+				r.fullCopies.Add(1)
+			} else {
+				r.unscanned.Add(1)
+			}
 			version, err = r.export(p, since, record)
 		}
 		if err != nil {
 			return err
+		}
+		if full {
+			r.fullRecords.Add(n)
 		}
 		if phase == phaseAdd {
 			version = since

@@ -184,6 +184,54 @@ func TestReplicaDeltasInOrder(t *testing.T) {
 	}
 }
 
+// TestReplicaKeepsCopiesLeftOutOfARound: a round that leaves out a partition still held
+// here (the node lost contact with the leader for a moment, or its backup was not alive
+// to gossip) keeps the copy's version, so the next round sends what changed meanwhile,
+// not the whole partition; a partition whose lease went elsewhere is forgotten. Forgetting
+// both cost a CPU-starved cluster node full copies of every partition it held after each
+// missed heartbeat.
+func TestReplicaKeepsCopiesLeftOutOfARound(t *testing.T) {
+	src, snd, bak := replicaPair(t)
+	for i := range 50 {
+		src.set(pkey('q', 7, fmt.Sprint("k", i)), "queued")
+		src.set(pkey('q', 9, fmt.Sprint("k", i)), "queued")
+	}
+	round(t, snd, bak, 7, 9)
+	v7 := snd.parts[7].version
+	if v7 == 0 || snd.parts[9].version == 0 {
+		t.Fatalf("first round left versions %d, %d", v7, snd.parts[9].version)
+	}
+	snd.stillHeld = func(p uint16) bool { return p == 7 } // 9's lease moved away
+
+	// A round without groups: not in contact with the leader.
+	snd.mu.Lock()
+	acked := snd.keepHeldLocked(nil)
+	snd.mu.Unlock()
+	if st := snd.parts[7]; st == nil || st.version != v7 || st.backup != "n2" {
+		t.Fatalf("held partition 7 left out of a round: %+v, want its copy at %d on n2 kept", st, v7)
+	}
+	if _, ok := snd.parts[9]; ok {
+		t.Fatal("partition 9, no longer held, was kept")
+	}
+	if !maps.Equal(acked, map[uint16]uint64{7: v7}) {
+		t.Fatalf("acked %v, want 7 at %d only (the change log must keep 7's keys since)", acked, v7)
+	}
+	if n := snd.skipped.Load(); n != 1 {
+		t.Fatalf("skipped %d, want 1", n)
+	}
+
+	// Back in contact: one changed key travels, not the partition's 51.
+	src.set(pkey('q', 7, "new"), "queued")
+	before := snd.records.Load()
+	round(t, snd, bak, 7)
+	if n := snd.records.Load() - before; n != 1 {
+		t.Fatalf("the round after the gap sent %d records, want the 1 changed", n)
+	}
+	if c := copyOf(t, bak, 7); len(c) != 51 || c[pkey('q', 7, "new")] != "queued" {
+		t.Fatalf("copy of 7 after the gap: %d keys", len(c))
+	}
+}
+
 // TestReplicaOutboxCopiesPerSource: in a three-node cluster the owner of partition 0
 // backs up both other nodes' outboxes. Each source's copy is kept apart and takes its
 // deltas: one slot for both made each source's full copy replace the other's, round
