@@ -149,7 +149,7 @@ func newMetrics(n *Node) *metrics {
 	counter("replica_change_log_misses_total", "Partition exports of a round whose copy stood below the change log's coverage (a start, or keys dropped at the log's bound): the full pass.", nil, repl(func(r *replicator) int64 { return r.logMisses.Load() }))
 	counter("replica_full_copies_total", "Partition sections sent whole to a backup (no copy there yet, a new backup, a reset).", nil, repl(func(r *replicator) int64 { return r.fullCopies.Load() }))
 	counter("replica_full_copy_records_total", "Frontier records sent in whole sections (part of replica_records_total).", nil, repl(func(r *replicator) int64 { return r.fullRecords.Load() }))
-	counter("replica_unscanned_exports_total", "Delta sections a round exported on their own, not from what it read ahead (the change log or the shared pass).", nil, repl(func(r *replicator) int64 { return r.unscanned.Load() }))
+	counter("replica_unscanned_exports_total", "Delta sections a round exported on their own, not from what it read ahead (the change log or the shared pass); counted in each phase of the round.", nil, repl(func(r *replicator) int64 { return r.unscanned.Load() }))
 	counter("replica_skipped_partitions_total", "Held partitions a replica round left out (no contact with the leader, the backup not alive to gossip): their copies resume from where they stood.", nil, repl(func(r *replicator) int64 { return r.skipped.Load() }))
 	counter("replica_change_log_overflows_total", "Times the change log dropped a partition's keys at its bound (that partition's next export takes the full pass).", nil, repl(func(r *replicator) int64 {
 		if r.changes == nil {

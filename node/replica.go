@@ -714,16 +714,15 @@ func (r *replicator) backups() map[string][]uint16 {
 // CPU-starved node cost full copies of all its partitions (BENCHMARKS.md, "Cluster
 // scaling", 2026-11-29). Callers hold mu.
 func (r *replicator) keepHeldLocked(groups map[string][]uint16) map[uint16]uint64 {
-	for p := range r.parts {
-		sent := false
-		for _, parts := range groups {
-			if slices.Contains(parts, p) {
-				sent = true
-				break
-			}
+	sent := map[uint16]bool{}
+	for _, parts := range groups {
+		for _, p := range parts {
+			sent[p] = true
 		}
+	}
+	for p := range r.parts {
 		switch {
-		case sent:
+		case sent[p]:
 		case r.stillHeld != nil && r.stillHeld(p):
 			r.skipped.Add(1)
 		default:
