@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -8,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -46,8 +48,11 @@ import (
 // CRAWLNODE_SCALING_NODE_CPUSET / _SIMWEB_CPUSET (default "0" / "1"),
 // CRAWLNODE_SCALING_ARGS (extra crawlnode flags), CRAWLNODE_SCALING_DOCKER_SHARES (the
 // cgroup v1 /docker group's cpu.shares for the run, restored after: see below),
-// CRAWLNODE_SCALING_PROFILE (a directory:
-// each node writes a CPU profile of its run there, <N>nodes-n<k>.prof).
+// CRAWLNODE_SCALING_PROFILE (a directory: each node's CPU profile of the window is written
+// there, <N>nodes-n<k>-window.prof, fetched from its /debug/pprof/profile (--pprof) from the
+// moment the server has seen FROM requests, or from the window's start, for
+// CRAWLNODE_SCALING_PROFILE_SECONDS, default 10 with a request window, else the window; a
+// whole-run profile is mostly the crawl's start and the ring settling).
 func BenchmarkClusterCPUScaling(b *testing.B) {
 	if testing.Short() {
 		b.Skip("cluster scaling benchmark")
@@ -318,8 +323,7 @@ func runScaling(b *testing.B, cfg scalingConfig, n int) scalingResult {
 			args = append(args, "--join", subnet+".11:7946")
 		}
 		if cfg.profileDir != "" {
-			args = append(args, "--cpuprofile", fmt.Sprintf("/prof/%dnodes-%s.prof", n, name))
-			args = slices.Insert(args, 1, "-v", cfg.profileDir+":/prof")
+			args = append(args, "--pprof")
 		}
 		args = append(args, cfg.extra...)
 		ids[k-1] = dockerOut(args...)
@@ -413,6 +417,52 @@ func runScaling(b *testing.B, cfg scalingConfig, n int) scalingResult {
 	}
 	from := settledAt.Add(cfg.settle)
 	to := from.Add(cfg.window)
+	// Window profiles: every node's CPU profile over the same stretch, fetched at once;
+	// profiles() waits for them and writes them out.
+	var profiles func() error
+	startProfiles := func(d time.Duration) func() error {
+		if s := os.Getenv("CRAWLNODE_SCALING_PROFILE_SECONDS"); s != "" {
+			secs, err := strconv.Atoi(s)
+			if err != nil || secs <= 0 {
+				b.Fatalf("CRAWLNODE_SCALING_PROFILE_SECONDS %q: want a positive number of seconds", s)
+			}
+			d = time.Duration(secs) * time.Second
+		}
+		errs := make(chan error, len(ids))
+		for k := range ids {
+			addr, path := nodeAddr(k), filepath.Join(cfg.profileDir, fmt.Sprintf("%dnodes-%s-window.prof", n, names[k]))
+			go func() {
+				c := http.Client{Timeout: d + time.Minute}
+				resp, err := c.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, int(d.Seconds())))
+				if err != nil {
+					errs <- err
+					return
+				}
+				defer resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+					errs <- fmt.Errorf("%s: %s: %s", addr, resp.Status, msg)
+					return
+				}
+				fh, err := os.Create(path)
+				if err == nil {
+					_, err = io.Copy(fh, resp.Body)
+					if cerr := fh.Close(); err == nil {
+						err = cerr
+					}
+				}
+				errs <- err
+			}()
+		}
+		fmt.Fprintf(os.Stderr, "%d node(s): profiling every node for %v\n", n, d)
+		return func() error {
+			var all []error
+			for range ids {
+				all = append(all, <-errs)
+			}
+			return errors.Join(all...)
+		}
+	}
 	if cfg.toReq > 0 {
 		// The window is a stretch of the crawl's progress (the server's from-th to to-th
 		// request), the same for every N: the early crawl (robots.txt and first pages of
@@ -421,8 +471,12 @@ func runScaling(b *testing.B, cfg scalingConfig, n int) scalingResult {
 			settledAt.Sub(started).Seconds(), cfg.fromReq, cfg.toReq)
 		for deadline := time.Now().Add(10 * time.Minute); ; time.Sleep(time.Second) {
 			var r simweb.Report
-			if err := getJSONLong("http://"+simAddr+"/_simweb/report?ua=crawlnode/0.1&delay=0s&per_host=1", &r); err == nil && r.Requests > cfg.toReq {
+			err := getJSONLong("http://"+simAddr+"/_simweb/report?ua=crawlnode/0.1&delay=0s&per_host=1", &r)
+			if err == nil && r.Requests > cfg.toReq {
 				break
+			}
+			if err == nil && r.Requests >= cfg.fromReq && profiles == nil && cfg.profileDir != "" {
+				profiles = startProfiles(10 * time.Second)
 			}
 			if time.Now().After(deadline) {
 				b.Fatalf("%d nodes: fewer than %d requests after 10 minutes", n, cfg.toReq)
@@ -431,6 +485,10 @@ func runScaling(b *testing.B, cfg scalingConfig, n int) scalingResult {
 	} else {
 		fmt.Fprintf(os.Stderr, "%d node(s): ring settled %.1f s after the start; measuring %s to %s\n", n, settledAt.Sub(started).Seconds(),
 			from.Format("15:04:05"), to.Format("15:04:05"))
+		if cfg.profileDir != "" {
+			time.Sleep(time.Until(from))
+			profiles = startProfiles(cfg.window)
+		}
 		time.Sleep(time.Until(to) + 200*time.Millisecond)
 	}
 	time.Sleep(300 * time.Millisecond) // a last CPU sample past the window's end
@@ -461,8 +519,10 @@ func runScaling(b *testing.B, cfg scalingConfig, n int) scalingResult {
 	for k := range ids {
 		fwd += int64(scrapeMetric("http://"+nodeAddr(k)+"/metrics", "crawlnode_forwarded_links_total"))
 	}
-	if cfg.profileDir != "" {
-		dockerOut(append([]string{"stop", "-t", "30"}, ids...)...) // SIGTERM: the profiles are written at exit
+	if profiles != nil {
+		if err := profiles(); err != nil {
+			b.Errorf("%d nodes: window profiles: %v", n, err)
+		}
 	}
 	res := scalingResult{nodes: n, window: window, settle: settledAt.Sub(started), perNode: make([]float64, n), nodeCPU: make([]float64, n),
 		forwarded: fwd, totalRequests: rep.Requests, mustReach: rep.MustReach, dups: rep.DuplicateFetches,

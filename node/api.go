@@ -33,6 +33,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -98,6 +99,13 @@ func (n *Node) handler(withInternal bool) http.Handler {
 	mux.HandleFunc("POST /v1/node/leave", n.leaveHandler)
 	mux.HandleFunc("GET /v1/job", n.getJob)
 	mux.HandleFunc("PATCH /v1/job", n.patchJob)
+	if n.cfg.Pprof {
+		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+		mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	}
 	mux.Handle("GET /{$}", dashboard.Handler())
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "no route %s %s", r.Method, r.URL.Path)

@@ -6,6 +6,8 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/crawlnode/crawlnode/control"
 )
 
@@ -31,6 +33,23 @@ func TestClusterEndpointsBeforeStart(t *testing.T) {
 		tc.h(rec, tc.req)
 		if rec.Code != http.StatusServiceUnavailable {
 			t.Errorf("%s before start: %d %s, want 503", tc.name, rec.Code, rec.Body)
+		}
+	}
+}
+
+// The profiling endpoints are served only with Config.Pprof: a profile costs the node CPU
+// while it runs, and they are not for the public.
+func TestPprofOnlyWhenAsked(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		n := &Node{cfg: Config{Pprof: on}, cl: &cluster{}}
+		n.met = &metrics{reg: prometheus.NewRegistry()}
+		h := n.handler(false)
+		for _, path := range []string{"/debug/pprof/", "/debug/pprof/cmdline", "/debug/pprof/symbol"} {
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+			if want := map[bool]int{false: http.StatusNotFound, true: http.StatusOK}[on]; rec.Code != want {
+				t.Errorf("Pprof %v: GET %s: %d, want %d", on, path, rec.Code, want)
+			}
 		}
 	}
 }

@@ -134,6 +134,11 @@ type Config struct {
 	// APIToken, when set, is required as "Authorization: Bearer <token>" on every mutating
 	// API request.
 	APIToken string
+	// Pprof serves Go's profiling endpoints (net/http/pprof) under /debug/pprof/ on the
+	// API: a CPU profile of a running node over a stretch of its choosing (a whole-run
+	// profile of a crawl is mostly its start). Off by default: a profile costs the node
+	// CPU while it runs, and the endpoints are for operators, not the public.
+	Pprof bool
 	// Cluster says how the node joins its peers; the zero value is a cluster of one.
 	Cluster ClusterConfig
 	// Logger; default slog.Default().

@@ -113,6 +113,7 @@ func newCrawlFlags(name string) *crawlFlags {
 	fs.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress output")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
+	fs.BoolVar(&c.Pprof, "pprof", false, "serve Go's profiling endpoints under /debug/pprof/ on the HTTP API (e.g. go tool pprof http://ADDR/debug/pprof/profile?seconds=30)")
 	fs.StringVar(&f.memProfile, "memprofile", "", "write a heap profile at exit to this file")
 	fs.StringVar(&f.goroutines, "goroutine-dump", "", "on SIGUSR1, write the goroutines (grouped by stack, go tool pprof's debug=1 text) to this file, numbered by dump, and a heap profile to FILE.heap.N")
 	fs.Int64Var(&c.MinFreeDisk, "min-free-disk", 256<<20, "pause fetching while the data directory's disk has fewer free bytes than this (resumes by itself)")
