@@ -678,10 +678,10 @@ func TestClusterNodeLostForGood(t *testing.T) {
 		t.Fatalf("no follower holds partitions: %v (leader %s)", v.owners(), v.Leader)
 	}
 	// Every member's outbox has a copy somewhere: the links it found for others' hosts
-	// and has not delivered yet exist nowhere else. (The backup of partition 0 backs up
-	// both other members' outboxes; it once kept one copy for both, the one that had sent
-	// last, so a member lost then lost its unsent links: a redirect's target on another
-	// node's host went missing.) The first rounds may still be on their way.
+	// and has not delivered yet exist nowhere else. (A backup can hold two members'
+	// outboxes; it once kept one copy for both, the one that had sent last, so a member
+	// lost then lost its unsent links: a redirect's target on another node's host went
+	// missing.) The first rounds may still be on their way.
 	var rs replStats
 	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		rs = cr.replicas()

@@ -53,10 +53,11 @@ package node
 // own keys: a replica is not crawled, counted or swept.
 //
 // The node's outbox (links found here for partitions other nodes hold, not yet
-// acknowledged by them) is copied the same way, as one more section, to the backup of
-// partition 0: a page whose fetch the copies record as done may have links only that
-// outbox still held. That backup keeps each source's outbox copy in a slot of its own
-// (outboxSlotFor: it often backs up several nodes' outboxes). When the node is gone past
+// acknowledged by them) is copied the same way, as one more section, to the next alive
+// member in name order (outboxBackup): a page whose fetch the copies record as done may
+// have links only that outbox still held. That backup keeps each source's outbox copy in
+// a slot of its own (outboxSlotFor: it may back up several nodes' outboxes, while a member
+// is down or after membership moved, until the stale copy is dropped). When the node is gone past
 // the grace period (no longer a registered member), that backup queues the copied links
 // in its own outbox; their owners drop the ones they already have.
 //
@@ -123,8 +124,9 @@ type replicaMeta struct {
 }
 
 // outboxSlot is the pseudo-partition number a node's outbox travels under. A backup can
-// hold the outboxes of several sources at once (in a three-node cluster the owner of
-// partition 0 backs up both other nodes' outboxes), so it keeps each source's copy in a
+// hold the outboxes of several sources at once (the next member after one that is down
+// backs up both its own predecessors' outboxes; a source whose backup moved leaves its old
+// copy behind until it is stale), so it keeps each source's copy in a
 // slot of its own, from outboxSlot up to outboxSlot+maxOutboxCopies-1 (outboxSlotFor):
 // one slot for all of them would let each source's full copy replace the other's, and a
 // node lost while its outbox's copy was the other one's would lose its unsent links.
@@ -687,22 +689,30 @@ func (r *replicator) backups() map[string][]uint16 {
 		}
 		out[b] = append(out[b], p)
 	}
-	// The outbox goes to the backup of partition 0 (or, while it is away, the first
-	// alive member by name).
-	ob := without.Owner(0)
-	if _, ok := alive[ob]; !ok {
-		ob = ""
-		for _, m := range others {
-			if _, ok := alive[m]; ok {
-				ob = m
-				break
-			}
-		}
-	}
-	if ob != "" {
+	if ob := outboxBackup(c.self, others, alive); ob != "" {
 		out[ob] = append(out[ob], outboxSlot)
 	}
 	return out
+}
+
+// outboxBackup is the member a node's outbox is copied to: the first alive one after self
+// in name order, wrapping around, so that in a steady cluster every member backs up
+// exactly one other's outbox. The outbox is the busiest copy a node sends (every link for
+// another node's host is written to it and deleted once acknowledged): when every node's
+// went to the backup of partition 0, that one member applied the outbox traffic of all the
+// others, and in 4-node runs fetched 20-25% fewer pages than the rest on the same CPU
+// (BENCHMARKS.md, "Cluster scaling", 2026-11-29 morning). others is every member but self;
+// "" when none is alive.
+func outboxBackup(self string, others []string, alive map[string]gossip.Member) string {
+	sorted := slices.Sorted(slices.Values(others))
+	i, _ := slices.BinarySearch(sorted, self) // the first member after self
+	for k := range sorted {
+		m := sorted[(i+k)%len(sorted)]
+		if _, ok := alive[m]; ok {
+			return m
+		}
+	}
+	return ""
 }
 
 // keepHeldLocked forgets the copies of partitions no longer held here and returns the

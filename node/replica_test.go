@@ -19,6 +19,7 @@ import (
 
 	"github.com/crawlnode/crawlnode/forward"
 	"github.com/crawlnode/crawlnode/frontier"
+	"github.com/crawlnode/crawlnode/gossip"
 )
 
 // fakeSource is a frontier's key space with versions, as ExportPartitionSince sees it.
@@ -232,8 +233,8 @@ func TestReplicaKeepsCopiesLeftOutOfARound(t *testing.T) {
 	}
 }
 
-// TestReplicaOutboxCopiesPerSource: in a three-node cluster the owner of partition 0
-// backs up both other nodes' outboxes. Each source's copy is kept apart and takes its
+// TestReplicaOutboxCopiesPerSource: a backup may hold several nodes' outboxes (the next
+// member after one that is down backs up both its predecessors'). Each source's copy is kept apart and takes its
 // deltas: one slot for both made each source's full copy replace the other's, round
 // after round, so a node lost while the backup held the other's outbox lost its unsent
 // links (a cross-host redirect's target went missing in the chaos suite that way).
@@ -1135,5 +1136,42 @@ func TestChangeLogValues(t *testing.T) {
 	cl.settle(map[uint16]uint64{}) // the slot is no longer held here
 	if cl.n != 0 || cl.nval != 0 {
 		t.Fatalf("after the slot left: %d keys, %d bytes of values", cl.n, cl.nval)
+	}
+}
+
+// TestOutboxBackupSpreads: in a steady cluster every member backs up exactly one other's
+// outbox (they all went to the backup of partition 0, which then applied the outbox
+// traffic of every other node); a member that is down is skipped, and its successor
+// takes the outbox instead.
+func TestOutboxBackupSpreads(t *testing.T) {
+	members := []string{"n3", "n1", "n4", "n2", "n10"}
+	all := map[string]gossip.Member{}
+	for _, m := range members {
+		all[m] = gossip.Member{Name: m}
+	}
+	others := func(self string) []string {
+		return slices.DeleteFunc(slices.Clone(members), func(m string) bool { return m == self })
+	}
+	held := map[string]string{}
+	for _, self := range members {
+		b := outboxBackup(self, others(self), all)
+		if b == "" || b == self {
+			t.Fatalf("%s's outbox goes to %q", self, b)
+		}
+		if prev, dup := held[b]; dup {
+			t.Fatalf("%s backs up the outboxes of %s and %s", b, prev, self)
+		}
+		held[b] = self
+	}
+	if got := outboxBackup("n4", others("n4"), all); got != "n1" {
+		t.Fatalf("the last member's outbox goes to %q, want the first (n1)", got)
+	}
+	down := maps.Clone(all)
+	delete(down, "n2")
+	if got := outboxBackup("n10", others("n10"), down); got != "n3" {
+		t.Fatalf("with n2 down, n10's outbox goes to %q, want n3", got)
+	}
+	if got := outboxBackup("n1", []string{"n2"}, map[string]gossip.Member{}); got != "" {
+		t.Fatalf("nobody alive: %q", got)
 	}
 }
