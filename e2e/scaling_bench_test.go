@@ -72,6 +72,7 @@ func BenchmarkClusterCPUScaling(b *testing.B) {
 		image:         buildImage(b),
 		partitionsAll: 271,
 		profileDir:    os.Getenv("CRAWLNODE_SCALING_PROFILE"),
+		profileFor:    time.Duration(envInt(b, "CRAWLNODE_SCALING_PROFILE_SECONDS", 0)) * time.Second,
 	}
 	if v := os.Getenv("CRAWLNODE_SCALING_REQUESTS"); v != "" {
 		if _, err := fmt.Sscanf(v, "%d-%d", &cfg.fromReq, &cfg.toReq); err != nil || cfg.fromReq < 0 || cfg.toReq <= cfg.fromReq {
@@ -165,7 +166,8 @@ type scalingConfig struct {
 	image                          string
 	partitionsAll                  int
 	profileDir                     string
-	fromReq, toReq                 int // the window as the server's request numbers (0: by time)
+	fromReq, toReq                 int           // the window as the server's request numbers (0: by time)
+	profileFor                     time.Duration // window profiles' length (0: 10 s with a request window, else the window)
 }
 
 type scalingResult struct {
@@ -421,19 +423,16 @@ func runScaling(b *testing.B, cfg scalingConfig, n int) scalingResult {
 	// profiles() waits for them and writes them out.
 	var profiles func() error
 	startProfiles := func(d time.Duration) func() error {
-		if s := os.Getenv("CRAWLNODE_SCALING_PROFILE_SECONDS"); s != "" {
-			secs, err := strconv.Atoi(s)
-			if err != nil || secs <= 0 {
-				b.Fatalf("CRAWLNODE_SCALING_PROFILE_SECONDS %q: want a positive number of seconds", s)
-			}
-			d = time.Duration(secs) * time.Second
+		if cfg.profileFor > 0 {
+			d = cfg.profileFor
 		}
+		secs := max(1, int(d.Round(time.Second).Seconds())) // pprof takes whole seconds; 0 would mean its default, 30
 		errs := make(chan error, len(ids))
 		for k := range ids {
 			addr, path := nodeAddr(k), filepath.Join(cfg.profileDir, fmt.Sprintf("%dnodes-%s-window.prof", n, names[k]))
 			go func() {
-				c := http.Client{Timeout: d + time.Minute}
-				resp, err := c.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, int(d.Seconds())))
+				c := http.Client{Timeout: time.Duration(secs)*time.Second + time.Minute}
+				resp, err := c.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, secs))
 				if err != nil {
 					errs <- err
 					return
@@ -454,7 +453,7 @@ func runScaling(b *testing.B, cfg scalingConfig, n int) scalingResult {
 				errs <- err
 			}()
 		}
-		fmt.Fprintf(os.Stderr, "%d node(s): profiling every node for %v\n", n, d)
+		fmt.Fprintf(os.Stderr, "%d node(s): profiling every node for %d s\n", n, secs)
 		return func() error {
 			var all []error
 			for range ids {

@@ -124,16 +124,18 @@ func (n *Node) handler(withInternal bool) http.Handler {
 	})
 }
 
-// requireToken guards mutating requests with the bearer token, when one is configured.
+// requireToken guards, when a token is configured, mutating requests and the profiling
+// endpoints (--pprof: a profile or trace costs the node CPU for as long as it is asked to
+// run, up to the server's write timeout) with the bearer token.
 func (n *Node) requireToken(next http.Handler) http.Handler {
 	if n.cfg.APIToken == "" {
 		return next
 	}
 	want := []byte("Bearer " + n.cfg.APIToken)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch r.Method {
-		case http.MethodGet, http.MethodHead, http.MethodOptions:
-		default:
+		switch {
+		case r.Method != http.MethodGet && r.Method != http.MethodHead && r.Method != http.MethodOptions,
+			strings.HasPrefix(r.URL.Path, "/debug/pprof/"):
 			if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="crawlnode"`)
 				writeError(w, http.StatusUnauthorized, "unauthorized", "this request needs Authorization: Bearer <api token>")

@@ -132,12 +132,13 @@ type Config struct {
 	// sit on a private network while the API faces operators. Default: they share HTTPAddr.
 	InternalAddr string
 	// APIToken, when set, is required as "Authorization: Bearer <token>" on every mutating
-	// API request.
+	// API request and on the profiling endpoints (Pprof).
 	APIToken string
 	// Pprof serves Go's profiling endpoints (net/http/pprof) under /debug/pprof/ on the
 	// API: a CPU profile of a running node over a stretch of its choosing (a whole-run
 	// profile of a crawl is mostly its start). Off by default: a profile costs the node
-	// CPU while it runs, and the endpoints are for operators, not the public.
+	// CPU while it runs, and the endpoints are for operators, not the public (with an
+	// APIToken they need it, GET or not).
 	Pprof bool
 	// Cluster says how the node joins its peers; the zero value is a cluster of one.
 	Cluster ClusterConfig

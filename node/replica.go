@@ -56,10 +56,10 @@ package node
 // acknowledged by them) is copied the same way, as one more section, to the next alive
 // member in name order (outboxBackup): a page whose fetch the copies record as done may
 // have links only that outbox still held. That backup keeps each source's outbox copy in
-// a slot of its own (outboxSlotFor: it may back up several nodes' outboxes, while a member
-// is down or after membership moved, until the stale copy is dropped). When the node is gone past
-// the grace period (no longer a registered member), that backup queues the copied links
-// in its own outbox; their owners drop the ones they already have.
+// a slot of its own (outboxSlotFor: it may back up several nodes' outboxes, while a
+// member is down or after membership moved, until the stale copy is dropped). When the
+// node is gone past the grace period (no longer a registered member), that backup queues
+// the copied links in its own outbox; their owners drop the ones they already have.
 //
 // Promotion: when p's lease has moved away from the replica's source and the source is
 // not alive, the backup imports the copy into its frontier with ImportPartition (union
@@ -125,9 +125,9 @@ type replicaMeta struct {
 
 // outboxSlot is the pseudo-partition number a node's outbox travels under. A backup can
 // hold the outboxes of several sources at once (the next member after one that is down
-// backs up both its own predecessors' outboxes; a source whose backup moved leaves its old
-// copy behind until it is stale), so it keeps each source's copy in a
-// slot of its own, from outboxSlot up to outboxSlot+maxOutboxCopies-1 (outboxSlotFor):
+// backs up both its predecessors' outboxes; a source whose backup moved leaves its old
+// copy behind until it is stale), so it keeps each source's copy in a slot of its own,
+// from outboxSlot up to outboxSlot+maxOutboxCopies-1 (outboxSlotFor):
 // one slot for all of them would let each source's full copy replace the other's, and a
 // node lost while its outbox's copy was the other one's would lose its unsent links.
 const outboxSlot = ring.PartitionCount

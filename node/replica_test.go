@@ -234,8 +234,8 @@ func TestReplicaKeepsCopiesLeftOutOfARound(t *testing.T) {
 }
 
 // TestReplicaOutboxCopiesPerSource: a backup may hold several nodes' outboxes (the next
-// member after one that is down backs up both its predecessors'). Each source's copy is kept apart and takes its
-// deltas: one slot for both made each source's full copy replace the other's, round
+// member after one that is down backs up both its predecessors'). Each source's copy is
+// kept apart and takes its deltas: one slot for both made each source's full copy replace the other's, round
 // after round, so a node lost while the backup held the other's outbox lost its unsent
 // links (a cross-host redirect's target went missing in the chaos suite that way).
 func TestReplicaOutboxCopiesPerSource(t *testing.T) {

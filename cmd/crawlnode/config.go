@@ -121,7 +121,7 @@ var flagGroups = []struct {
 	{"Network", []string{"resolve", "dns", "dns-cache-ttl"}},
 	{"Cluster", []string{"name", "bind", "advertise", "raft", "join", "bootstrap-expect", "grace", "replica-interval", "cluster-profile", "internal-http"}},
 	{"Corpus", []string{"no-extract", "extract-workers", "extract-nice", "min-text-length", "max-link-density", "languages", "include-opt-out"}},
-	{"API and output", []string{"warc-gzip-level", "http", "api-token", "log-level", "log-format", "quiet", "cpuprofile", "memprofile"}},
+	{"API and output", []string{"warc-gzip-level", "http", "api-token", "log-level", "log-format", "quiet", "cpuprofile", "memprofile", "pprof", "goroutine-dump"}},
 }
 
 // printGroupedHelp prints every flag under its topic, with its default and environment
