@@ -125,13 +125,17 @@ func BenchmarkClusterCPUScaling(b *testing.B) {
 			base, baseCPU = base/float64(ones), baseCPU/float64(ones)
 		}
 		var rows []string
-		beside := map[int][]float64{} // nodes -> each run's ratio against the one-node runs beside it
+		beside := map[int][]float64{}  // nodes -> each run's ratio against the one-node runs beside it
+		byBytes := map[int][]float64{} // the same of body bytes/s: the window's pages differ in size between runs
 		for i, r := range results {
 			row := r.line(base, baseCPU)
 			if near, ok := besideBase(results, i); ok && r.nodes > 1 {
 				ratio := r.pagesPerSec / (float64(r.nodes) * near)
 				beside[r.nodes] = append(beside[r.nodes], ratio)
 				row += fmt.Sprintf(" %.2f (1 node beside it: %.1f pages/s) |", ratio, near)
+				if nb, ok := besideOf(results, i, scalingResult.bytesPerSec); ok && nb > 0 {
+					byBytes[r.nodes] = append(byBytes[r.nodes], r.bytesPerSec()/(float64(r.nodes)*nb))
+				}
 			} else {
 				row += " - |"
 			}
@@ -152,6 +156,16 @@ func BenchmarkClusterCPUScaling(b *testing.B) {
 			}
 			b.ReportMetric(sum/float64(len(rs)), fmt.Sprintf("scaling-%dnodes-beside", n))
 			summary = append(summary, fmt.Sprintf("%d nodes against the one-node runs beside each: %s (mean %.2f)", n, strings.Join(each, ", "), sum/float64(len(rs))))
+			var bsum float64
+			var beach []string
+			for _, x := range byBytes[n] {
+				bsum += x
+				beach = append(beach, fmt.Sprintf("%.2f", x))
+			}
+			if len(beach) > 0 {
+				b.ReportMetric(bsum/float64(len(beach)), fmt.Sprintf("scaling-bytes-%dnodes-beside", n))
+				summary = append(summary, fmt.Sprintf("%d nodes, body bytes/s against the one-node runs beside each: %s (mean %.2f)", n, strings.Join(beach, ", "), bsum/float64(len(beach))))
+			}
 		}
 		b.Logf("load average %s; --cpus %s per node on cpuset %q, simweb on cpuset %q; window %s after the ring settled + %s, or requests %d-%d\n%s\n%s\n%s",
 			loadAverage(), cfg.cpus, cfg.nodeCPUSet, cfg.simwebCPUSet, cfg.window, cfg.settle, cfg.fromReq, cfg.toReq, scalingHeader, strings.Join(rows, "\n"), strings.Join(summary, "\n"))
@@ -177,6 +191,8 @@ type scalingResult struct {
 	requests       int           // in the window (server's log)
 	pagesPerSec    float64
 	perNode        []float64 // pages/s per node (by client address), window
+	bytes          int64     // body bytes the server wrote in the window
+	perNodeBytes   []int64   // the same per node
 	nodeCPU        []float64 // CPU seconds per node in the window
 	simwebCPU      float64
 	forwarded      int64 // links forwarded in the whole run, all nodes
@@ -188,8 +204,8 @@ type scalingResult struct {
 	concurrencyMax int
 }
 
-const scalingHeader = "| nodes | ring settled after | requests in window | pages/s (server) | pages/s per node | CPU per node (CPU-s/s) | CPU ms / page | scaling: pages/s / (N x 1 node) | scaling: pages per CPU-s / 1 node's | simweb CPU | requests in run / must-reach | links forwarded in run | duplicates | violations | scaling against the 1-node runs beside it |\n" +
-	"|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+const scalingHeader = "| nodes | ring settled after | requests in window | pages/s (server) | pages/s per node | body KB a page: all (per node) | CPU per node (CPU-s/s) | CPU ms / page | scaling: pages/s / (N x 1 node) | scaling: pages per CPU-s / 1 node's | simweb CPU | requests in run / must-reach | links forwarded in run | duplicates | violations | scaling against the 1-node runs beside it |\n" +
+	"|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 
 // besideBase is the one-node throughput to hold run i against: the mean of the nearest
 // one-node run before it and the nearest after it (either alone at the sequence's ends).
@@ -197,18 +213,23 @@ const scalingHeader = "| nodes | ring settled after | requests in window | pages
 // 0.9 target's margin, so a sequence like "1,2,1,4,1,2,1,4,1" judges each clustered run
 // against the machine of its own minutes, not against the mean of the whole sequence.
 func besideBase(results []scalingResult, i int) (float64, bool) {
+	return besideOf(results, i, func(r scalingResult) float64 { return r.pagesPerSec })
+}
+
+// besideOf is besideBase of any figure of a run.
+func besideOf(results []scalingResult, i int, of func(scalingResult) float64) (float64, bool) {
 	var sum float64
 	var n int
 	for j := i - 1; j >= 0; j-- {
 		if results[j].nodes == 1 {
-			sum += results[j].pagesPerSec
+			sum += of(results[j])
 			n++
 			break
 		}
 	}
 	for j := i + 1; j < len(results); j++ {
 		if results[j].nodes == 1 {
-			sum += results[j].pagesPerSec
+			sum += of(results[j])
 			n++
 			break
 		}
@@ -218,6 +239,9 @@ func besideBase(results []scalingResult, i int) (float64, bool) {
 	}
 	return sum / float64(n), true
 }
+
+// bytesPerSec is the body bytes/s the server wrote in the window.
+func (r scalingResult) bytesPerSec() float64 { return float64(r.bytes) / max(r.window.Seconds(), 1e-9) }
 
 // cpuPerPage is the nodes' CPU seconds per request in the window.
 func (r scalingResult) cpuPerPage() float64 {
@@ -230,12 +254,13 @@ func (r scalingResult) cpuPerPage() float64 {
 
 func (r scalingResult) line(base float64, baseCPU float64) string {
 	var cpu float64
-	var per, shares []string
+	var per, shares, kb []string
 	for i, c := range r.nodeCPU {
 		cpu += c
 		shares = append(shares, fmt.Sprintf("%.3f", c))
 		if i < len(r.perNode) {
 			per = append(per, fmt.Sprintf("%.0f", r.perNode[i]))
+			kb = append(kb, fmt.Sprintf("%.1f", float64(r.perNodeBytes[i])/1024/max(1, r.perNode[i]*r.window.Seconds())))
 		}
 	}
 	scale, eff := "-", "-"
@@ -245,8 +270,9 @@ func (r scalingResult) line(base float64, baseCPU float64) string {
 	if baseCPU > 0 {
 		eff = fmt.Sprintf("%.2f", baseCPU/r.cpuPerPage())
 	}
-	return fmt.Sprintf("| %d | %.1f s | %d | %.1f | %s | %s | %.3f | %s | %s | %.2f CPU-s/s | %d / %d | %d | %d | %d |",
-		r.nodes, r.settle.Seconds(), r.requests, r.pagesPerSec, strings.Join(per, ", "), strings.Join(shares, ", "),
+	return fmt.Sprintf("| %d | %.1f s | %d | %.1f | %s | %.1f (%s) | %s | %.3f | %s | %s | %.2f CPU-s/s | %d / %d | %d | %d | %d |",
+		r.nodes, r.settle.Seconds(), r.requests, r.pagesPerSec, strings.Join(per, ", "),
+		float64(r.bytes)/1024/float64(max(1, r.requests)), strings.Join(kb, ", "), strings.Join(shares, ", "),
 		1000*r.cpuPerPage(), scale, eff, r.simwebCPU, r.totalRequests, r.mustReach, r.forwarded, r.dups, r.politeness+r.robots)
 }
 
@@ -523,7 +549,7 @@ func runScaling(b *testing.B, cfg scalingConfig, n int) scalingResult {
 			b.Errorf("%d nodes: window profiles: %v", n, err)
 		}
 	}
-	res := scalingResult{nodes: n, window: window, settle: settledAt.Sub(started), perNode: make([]float64, n), nodeCPU: make([]float64, n),
+	res := scalingResult{nodes: n, window: window, settle: settledAt.Sub(started), perNode: make([]float64, n), perNodeBytes: make([]int64, n), nodeCPU: make([]float64, n),
 		forwarded: fwd, totalRequests: rep.Requests, mustReach: rep.MustReach, dups: rep.DuplicateFetches,
 		politeness: rep.PolitenessViolations, robots: rep.RobotsViolations + rep.BeforeRobots, concurrencyMax: rep.MaxInFlight}
 	byIP := map[string]int{}
@@ -535,8 +561,10 @@ func runScaling(b *testing.B, cfg scalingConfig, n int) scalingResult {
 			continue
 		}
 		res.requests++
+		res.bytes += r.Bytes
 		if i, ok := byIP[r.Client]; ok {
 			res.perNode[i]++
+			res.perNodeBytes[i] += r.Bytes
 		}
 	}
 	res.pagesPerSec = float64(res.requests) / window.Seconds()
