@@ -856,3 +856,78 @@ func ExampleEncode() {
 	fmt.Println(b.Partitions[0].Links[0].URL, b.Partitions[0].Links[1].URL)
 	// Output: http://h1.sim.test/a.html http://h1.sim.test/b.html
 }
+
+// linksOfPartition returns n of simLinks' links that fall in one partition, and it.
+func linksOfPartition(t *testing.T, n int) ([]Link, uint16) {
+	t.Helper()
+	by := map[uint16][]Link{}
+	for _, l := range simLinks(20000, 1, 5) {
+		p, _ := PartitionOfURL(l.URL)
+		if by[p] = append(by[p], l); len(by[p]) == n {
+			return by[p], p
+		}
+	}
+	t.Fatalf("no partition with %d links", n)
+	return nil, 0
+}
+
+// An Add takes its sequence numbers before it writes: a later Add's entries can be sent
+// and deleted first. The drains' head must not pass the earlier Add's entries, or they
+// would never be read (until a restart).
+func TestHeadWaitsForAddInFlight(t *testing.T) {
+	db := memDB(t)
+	tab := &table{}
+	tab.setRing([]string{"a"}, 1)
+	ps := newPeers(t, tab)
+	links, p := linksOfPartition(t, 20)
+	early, late := links[:10], links[10:]
+	o := newOutbox(t, Config{DB: db, OwnerOf: tab.OwnerOf, Send: ps.Send})
+
+	// The early Add, between its reservation and its write (as Add does it).
+	o.mu.Lock()
+	o.seq++
+	first := o.seq
+	o.adding[first] = struct{}{}
+	o.queued[p] += len(early)
+	o.total += len(early)
+	o.mu.Unlock()
+
+	if err := o.Add(late); err != nil {
+		t.Fatal(err)
+	}
+	start(t, o)
+	waitFor(t, "the later Add sent", 5*time.Second, func() bool { return o.Stats().SentLinks == int64(len(late)) })
+
+	// The early Add's write lands now.
+	if err := db.Update(func(txn *badger.Txn) error { return txn.Set(outboxKey(p, first), encodeEntry(early)) }); err != nil {
+		t.Fatal(err)
+	}
+	o.mu.Lock()
+	delete(o.adding, first)
+	o.mu.Unlock()
+	o.kick <- struct{}{}
+	waitFor(t, "the earlier Add sent", 5*time.Second, func() bool { return o.Queued() == 0 })
+	if n := ps.count("a"); n != len(links) {
+		t.Fatalf("%d links delivered, want %d", n, len(links))
+	}
+	if n := countKeys(t, db, famOutbox); n != 0 {
+		t.Fatalf("%d outbox keys left", n)
+	}
+}
+
+// A refused partition's corrupt entries are deleted with the batch, but its head stays:
+// its live entries before them are still to be sent.
+func TestHeadStaysForRefused(t *testing.T) {
+	o := newOutbox(t, Config{DB: memDB(t), OwnerOf: (&table{}).OwnerOf, Send: func(context.Context, string, Batch) error { return nil }})
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.advance([][]byte{outboxKey(3, 7), outboxKey(4, 9), outboxKey(4, 8)}, map[uint16]bool{3: true})
+	if o.head[3] != 0 || o.head[4] != 10 {
+		t.Fatalf("heads %d, %d; want 0, 10", o.head[3], o.head[4])
+	}
+	o.adding[12] = struct{}{}
+	o.advance([][]byte{outboxKey(4, 15)}, nil)
+	if o.head[4] != 12 {
+		t.Fatalf("head %d past an Add in flight from 12", o.head[4])
+	}
+}
