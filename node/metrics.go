@@ -157,6 +157,12 @@ func newMetrics(n *Node) *metrics {
 		}
 		return r.changes.overflows.Load()
 	}))
+	counter("replica_outbox_entries_skipped_total", "Outbox entries a replica round left out: written and sent on (deleted) since the copy's version, so the copy never had them.", nil, repl(func(r *replicator) int64 {
+		if r.changes == nil {
+			return 0
+		}
+		return r.changes.skipped.Load()
+	}))
 	counter("replica_ack_unreplicated_total", "Forwarded link batches acknowledged before this node's backups held them (a backup too slow or down).", nil, repl(func(r *replicator) int64 { return r.ackUncopied.Load() }))
 	counter("replica_promotions_total", "Copies of a lost node's partitions merged into this node's frontier.", nil, repl(func(r *replicator) int64 { return r.promoted.Load() }))
 	gauge("replica_lag_seconds", "Age of the oldest backup copy of a partition this node holds (how much a loss of this node would undo).", func() float64 {

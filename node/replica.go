@@ -362,7 +362,10 @@ func (r *replicator) prefetch(ctx context.Context, groups map[string][]uint16) {
 				one := make([][]byte, 1)
 				var err error
 				for _, ck := range keys {
-					if ck.val != nil {
+					if ck.deleted {
+						r.logValues.Add(1)
+						err = add(ck.key[0], ck.key, nil, true)
+					} else if ck.val != nil {
 						r.logValues.Add(1)
 						err = add(ck.key[0], ck.key, ck.val, false)
 					} else {

@@ -61,6 +61,7 @@ type changeLog struct {
 	dead   bool                            // the feed ended: nothing is covered any more
 
 	overflows atomic.Int64
+	skipped   atomic.Int64 // outbox keys set and deleted within a round's span, not sent
 }
 
 // keyChange is what the log holds of one key: its newest commit version, the older ones
@@ -69,10 +70,20 @@ type changeLog struct {
 // may hold it after the log has moved on. Held by value in the slot's map: a round's
 // changed walks every key of a slot, and a pointer to chase each (or a slice of versions
 // for the newest) made it slower than the point reads the values save.
+//
+// Of an outbox key the log also keeps born and gone. The outbox writes a key once, with
+// a fresh sequence number (a value never empty), and deletes it once sent: a key set in
+// the log's span was absent before that set (see forward.KeyPrefix). So an empty value
+// there is a deletion for sure (gone: no read), and a key set and deleted within a
+// round's span (since < born, gone) was absent at both ends: the round skips it instead
+// of reading it and sending its copy a deletion of a key it never had. Most outbox
+// entries live less than a round (sent and acknowledged within a second).
 type keyChange struct {
 	newest uint64
 	older  []uint64
 	val    []byte
+	born   uint64 // outbox keys: the version of the set the log saw (0: none)
+	gone   bool   // outbox keys: the newest commit is a deletion
 }
 
 const (
@@ -166,12 +177,14 @@ func (cl *changeLog) note(kvs *badger.KVList) error {
 		case !ok:
 			c = keyChange{newest: v}
 			cl.keepLocked(&c, kv.Value)
+			noteOutbox(&c, slot, v, kv.Value)
 			m[string(kv.Key)] = c
 			cl.n++
 		case c.newest < v:
 			c.older = append(c.older, c.newest)
 			c.newest = v
 			cl.keepLocked(&c, kv.Value)
+			noteOutbox(&c, slot, v, kv.Value)
 			m[string(kv.Key)] = c
 		}
 		switch {
@@ -192,6 +205,17 @@ func (cl *changeLog) note(kvs *badger.KVList) error {
 		cl.seenCh = make(chan struct{})
 	}
 	return nil
+}
+
+// noteOutbox keeps born and gone of an outbox key's commit at version v.
+func noteOutbox(c *keyChange, slot uint16, v uint64, val []byte) {
+	if slot != outboxSlot {
+		return
+	}
+	c.gone = len(val) == 0
+	if !c.gone {
+		c.born = v
+	}
 }
 
 // keepLocked makes val (the feed's copy, which nothing else writes) c's newest value,
@@ -262,6 +286,7 @@ func (cl *changeLog) cut(ctx context.Context, readTs uint64) bool {
 // the snapshot at readTs sees (nil: read the key from the snapshot).
 type changedKey struct {
 	key, val []byte
+	deleted  bool // an outbox key's deletion, known without a read
 }
 
 // changed returns the keys of slot with a commit version in (since, readTs], in the
@@ -278,7 +303,15 @@ func (cl *changeLog) changed(slot uint16, since, readTs uint64) ([]changedKey, b
 	for k, c := range cl.slots[slot] {
 		// The last version at or below readTs decides.
 		if c.newest <= readTs {
-			if c.newest > since {
+			switch {
+			case c.newest <= since:
+			case c.gone && c.born > since:
+				// An outbox entry set and deleted since the copy's version: absent at
+				// both ends.
+				cl.skipped.Add(1)
+			case c.gone:
+				keys = append(keys, changedKey{key: []byte(k), deleted: true})
+			default:
 				keys = append(keys, changedKey{key: []byte(k), val: c.val})
 			}
 			continue

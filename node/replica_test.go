@@ -802,6 +802,7 @@ func TestReplicaChangedKeysMatchExport(t *testing.T) {
 	if !snd.changes.cut(ctx, since) {
 		t.Fatal("the change log's feed did not deliver")
 	}
+	liveAt := outboxKeysIn(t, snd.snap) // the outbox keys the copies hold
 	snd.closeSnap()
 	groups := map[string][]uint16{"b1": {0, 1, 2, outboxSlot}, "b2": {3, 4, 5}}
 	for b, ps := range groups {
@@ -810,9 +811,31 @@ func TestReplicaChangedKeysMatchExport(t *testing.T) {
 		}
 	}
 
+	// Outbox entries set and deleted within a round's span, as the outbox writes them
+	// (a fresh key, set once, deleted once sent): the changed keys leave them out, the
+	// full pass sends their deletions.
+	eph := uint64(1 << 40)
+	ephemeral := func(n int) {
+		t.Helper()
+		for i := 0; i < n; i++ {
+			eph++
+			k := make([]byte, 11)
+			k[0] = forward.KeyPrefix
+			binary.BigEndian.PutUint16(k[1:], uint16(i%5))
+			binary.BigEndian.PutUint64(k[3:], eph)
+			if err := db.Update(func(txn *badger.Txn) error { return txn.Set(k, []byte{2, 0}) }); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Update(func(txn *badger.Txn) error { return txn.Delete(k) }); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
 	// Every writer, after the copies' version, with the feed held back until the round
 	// has its snapshot.
 	gate.Lock()
+	ephemeral(40)
 	add(60)
 	fetch(25)
 	if err := f.ExportPartition(1, func(byte, []byte, []byte) error { return nil }); err != nil { // host clocks written
@@ -864,15 +887,19 @@ func TestReplicaChangedKeysMatchExport(t *testing.T) {
 	outboxAdd(20)
 
 	var delivered atomic.Bool
-	compare := func(round int, inFlight func()) uint64 {
+	compare := func(round int, ephemerals int, inFlight func()) (uint64, map[string]bool) {
 		t.Helper()
 		snd.openSnap()
 		defer snd.closeSnap()
 		readTs := snd.snap.ReadTs()
+		liveNext := outboxKeysIn(t, snd.snap)
 		inFlight() // committed after the snapshot: the next round's
 		keyed := snd.keyed.Load()
-		vals, reads := snd.logValues.Load(), snd.logReads.Load()
+		vals, reads, skipped := snd.logValues.Load(), snd.logReads.Load(), snd.changes.skipped.Load()
 		snd.prefetch(ctx, groups)
+		if n := snd.changes.skipped.Load() - skipped; n != int64(ephemerals) {
+			t.Fatalf("round %d: %d outbox entries skipped, want %d", round, n, ephemerals)
+		}
 		// Most values come from the log; deletions (and in round 1 the keys written in
 		// flight) are read from the snapshot.
 		if v, r := snd.logValues.Load()-vals, snd.logReads.Load()-reads; v < 50 || r < 20 {
@@ -900,9 +927,15 @@ func TestReplicaChangedKeysMatchExport(t *testing.T) {
 				snd.scan = scan
 				keyedOut := encode()
 				snd.scan = nil
-				full := encode()
+				// The full pass, less its deletions of outbox keys the copy never had.
+				full, dropped := filterReplicaStream(t, encode(), func(op byte, k []byte) bool {
+					return op == 2 && k[0] == forward.KeyPrefix && !liveAt[string(k)]
+				})
 				if !bytes.Equal(keyedOut, full) {
 					t.Fatalf("round %d, phase %d, %s: the changed keys' stream (%d bytes) differs from the full pass's (%d bytes)", round, phase, b, len(keyedOut), len(full))
+				}
+				if b == "b1" && phase != phaseAdd && dropped != ephemerals {
+					t.Fatalf("round %d, phase %d: the full pass sent %d deletions of outbox keys the copy never had, want %d", round, phase, dropped, ephemerals)
 				}
 			}
 		}
@@ -918,11 +951,11 @@ func TestReplicaChangedKeysMatchExport(t *testing.T) {
 		if records < 100 || deletions < 20 {
 			t.Fatalf("round %d: %d records, %d deletions: the test made too few changes", round, records, deletions)
 		}
-		return readTs
+		return readTs, liveNext
 	}
 	// The round, with writes of every kind committed while it is in flight; the feed
 	// delivers them a little later.
-	next := compare(1, func() {
+	next, live := compare(1, 40, func() {
 		add(30)
 		fetch(10)
 		outboxAdd(5)
@@ -941,6 +974,8 @@ func TestReplicaChangedKeysMatchExport(t *testing.T) {
 		acked[p] = next
 	}
 	snd.changes.settle(acked)
+	liveAt = live
+	ephemeral(30)
 	fetch(10)
 	if err := f.DropPartition(2); err != nil {
 		t.Fatal(err)
@@ -962,12 +997,89 @@ func TestReplicaChangedKeysMatchExport(t *testing.T) {
 			}
 		}
 	}()
-	compare(2, func() {})
+	compare(2, 30, func() {})
 	close(stop)
 	<-writer
 	if snd.changes.overflows.Load() != 0 {
 		t.Fatalf("%d overflows", snd.changes.overflows.Load())
 	}
+}
+
+// outboxKeysIn returns the outbox keys txn sees.
+func outboxKeysIn(t *testing.T, txn *badger.Txn) map[string]bool {
+	t.Helper()
+	keys := map[string]bool{}
+	it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{forward.KeyPrefix}})
+	defer it.Close()
+	for it.Rewind(); it.Valid(); it.Next() {
+		keys[string(it.Item().KeyCopy(nil))] = true
+	}
+	return keys
+}
+
+// filterReplicaStream re-encodes a replica stream without the records drop picks (op 1
+// set, 2 delete), and counts them.
+func filterReplicaStream(t *testing.T, stream []byte, drop func(op byte, key []byte) bool) ([]byte, int) {
+	t.Helper()
+	br := bufio.NewReader(bytes.NewReader(stream))
+	var buf bytes.Buffer
+	w := bufio.NewWriter(&buf)
+	must := func(err error) {
+		if err != nil {
+			t.Fatalf("replica stream: %v", err)
+		}
+	}
+	magic := make([]byte, len(replicaMagic))
+	_, err := io.ReadFull(br, magic)
+	must(err)
+	w.Write(magic)
+	src, err := readBytes(br, nil)
+	must(err)
+	writeBytes(w, src)
+	dropped := 0
+	for {
+		tag, err := br.ReadByte()
+		must(err)
+		w.WriteByte(tag)
+		if tag == 'E' {
+			break
+		}
+		p, err := binary.ReadUvarint(br)
+		must(err)
+		since, err := binary.ReadUvarint(br)
+		must(err)
+		writeUvarint(w, p)
+		writeUvarint(w, since)
+		for {
+			op, err := br.ReadByte()
+			must(err)
+			if op == 0 {
+				break
+			}
+			k, err := readBytes(br, nil)
+			must(err)
+			var v []byte
+			if op == 1 {
+				v, err = readBytes(br, nil)
+				must(err)
+			}
+			if drop(op, k) {
+				dropped++
+				continue
+			}
+			w.WriteByte(op)
+			writeBytes(w, k)
+			if op == 1 {
+				writeBytes(w, v)
+			}
+		}
+		w.WriteByte(0)
+		version, err := binary.ReadUvarint(br)
+		must(err)
+		writeUvarint(w, version)
+	}
+	must(w.Flush())
+	return buf.Bytes(), dropped
 }
 
 type rawTestRec struct {
