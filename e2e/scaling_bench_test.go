@@ -276,6 +276,10 @@ func (r scalingResult) line(base float64, baseCPU float64) string {
 		1000*r.cpuPerPage(), scale, eff, r.simwebCPU, r.totalRequests, r.mustReach, r.forwarded, r.dups, r.politeness+r.robots)
 }
 
+// lateSettle is how long after the start a ring that settles later has its nodes' logs
+// printed.
+const lateSettle = 15 * time.Second
+
 // runScaling starts a fresh network, simweb and n nodes, measures, and removes them all.
 func runScaling(b *testing.B, cfg scalingConfig, n int) scalingResult {
 	b.Helper()
@@ -441,6 +445,14 @@ func runScaling(b *testing.B, cfg scalingConfig, n int) scalingResult {
 		}
 		if time.Since(stableSince) >= 3*time.Second {
 			settledAt = stableSince
+		}
+	}
+	if d := settledAt.Sub(started); n > 1 && d > lateSettle {
+		// Most rings settle within 5 s; some took 40-49 s (BENCHMARKS.md). What the nodes
+		// said (warnings and up) is the first clue to why.
+		for k := range ids {
+			out, _ := exec.Command("docker", "logs", "--tail", "40", ids[k]).CombinedOutput()
+			fmt.Fprintf(os.Stderr, "%d node(s): ring settled %.1f s after the start; %s's log:\n%s\n", n, d.Seconds(), names[k], tail(string(out), 6000))
 		}
 	}
 	from := settledAt.Add(cfg.settle)
