@@ -147,24 +147,25 @@ func BenchmarkClusterCPUScaling(b *testing.B) {
 		}
 		var summary []string
 		for _, n := range slices.Sorted(maps.Keys(beside)) {
-			rs := beside[n]
-			var sum float64
-			var each []string
-			for _, x := range rs {
-				sum += x
-				each = append(each, fmt.Sprintf("%.2f", x))
-			}
-			b.ReportMetric(sum/float64(len(rs)), fmt.Sprintf("scaling-%dnodes-beside", n))
-			summary = append(summary, fmt.Sprintf("%d nodes against the one-node runs beside each: %s (mean %.2f)", n, strings.Join(each, ", "), sum/float64(len(rs))))
-			var bsum float64
-			var beach []string
-			for _, x := range byBytes[n] {
-				bsum += x
-				beach = append(beach, fmt.Sprintf("%.2f", x))
-			}
-			if len(beach) > 0 {
-				b.ReportMetric(bsum/float64(len(beach)), fmt.Sprintf("scaling-bytes-%dnodes-beside", n))
-				summary = append(summary, fmt.Sprintf("%d nodes, body bytes/s against the one-node runs beside each: %s (mean %.2f)", n, strings.Join(beach, ", "), bsum/float64(len(beach))))
+			for _, m := range []struct {
+				ratios       []float64
+				metric, what string
+			}{
+				{beside[n], fmt.Sprintf("scaling-%dnodes-beside", n), "against the one-node runs beside each"},
+				{byBytes[n], fmt.Sprintf("scaling-bytes-%dnodes-beside", n), "body bytes/s against the one-node runs beside each"},
+			} {
+				if len(m.ratios) == 0 {
+					continue
+				}
+				var sum float64
+				var each []string
+				for _, x := range m.ratios {
+					sum += x
+					each = append(each, fmt.Sprintf("%.2f", x))
+				}
+				mean := sum / float64(len(m.ratios))
+				b.ReportMetric(mean, m.metric)
+				summary = append(summary, fmt.Sprintf("%d nodes, %s: %s (mean %.2f)", n, m.what, strings.Join(each, ", "), mean))
 			}
 		}
 		b.Logf("load average %s; --cpus %s per node on cpuset %q, simweb on cpuset %q; window %s after the ring settled + %s, or requests %d-%d\n%s\n%s\n%s",

@@ -897,6 +897,12 @@ func TestHeadWaitsForAddInFlight(t *testing.T) {
 	}
 	start(t, o)
 	waitFor(t, "the later Add sent", 5*time.Second, func() bool { return o.Stats().SentLinks == int64(len(late)) })
+	o.mu.Lock()
+	head := o.head[p]
+	o.mu.Unlock()
+	if head != first {
+		t.Fatalf("head %d after the later Add's entry %d went; want %d, the earlier Add's first", head, first+1, first)
+	}
 
 	// The early Add's write lands now.
 	if err := db.Update(func(txn *badger.Txn) error { return txn.Set(outboxKey(p, first), encodeEntry(early)) }); err != nil {
@@ -907,6 +913,14 @@ func TestHeadWaitsForAddInFlight(t *testing.T) {
 	o.mu.Unlock()
 	o.kick <- struct{}{}
 	waitFor(t, "the earlier Add sent", 5*time.Second, func() bool { return o.Queued() == 0 })
+	o.mu.Lock()
+	head = o.head[p]
+	o.mu.Unlock()
+	// Past the earlier Add's entry (the later one's, deleted while the head was held
+	// back, is passed with the next deletion beyond it).
+	if head != first+1 {
+		t.Fatalf("head %d after every entry went; want %d: drains would step over the sent ones again", head, first+1)
+	}
 	if n := ps.count("a"); n != len(links) {
 		t.Fatalf("%d links delivered, want %d", n, len(links))
 	}

@@ -142,8 +142,8 @@ func newMetrics(n *Node) *metrics {
 	counter("replica_bytes_total", "Wire bytes of partition changes sent to backup nodes.", nil, repl(func(r *replicator) int64 { return r.bytesSent.Load() }))
 	counter("replica_records_total", "Frontier records (set or deleted) sent to backup nodes.", nil, repl(func(r *replicator) int64 { return r.records.Load() }))
 	counter("replica_failures_total", "Replication rounds to a backup that failed (retried next round).", nil, repl(func(r *replicator) int64 { return r.failures.Load() }))
-	counter("replica_change_log_values_total", "Changed keys a replica round took with their values from the change log.", nil, repl(func(r *replicator) int64 { return r.logValues.Load() }))
-	counter("replica_change_log_reads_total", "Changed keys a replica round read from its snapshot (deletions, keys written again since, values past the log's bound).", nil, repl(func(r *replicator) int64 { return r.logReads.Load() }))
+	counter("replica_change_log_values_total", "Changed keys a replica round took from the change log without a read (their values, or an outbox deletion).", nil, repl(func(r *replicator) int64 { return r.logValues.Load() }))
+	counter("replica_change_log_reads_total", "Changed keys a replica round read from its snapshot (deletions other than the outbox's, keys written again since, values past the log's bound).", nil, repl(func(r *replicator) int64 { return r.logReads.Load() }))
 	counter("replica_resets_total", "Partitions a backup asked for in full (its copy did not start where the delta did).", nil, repl(func(r *replicator) int64 { return r.resets.Load() }))
 	counter("replica_change_log_cut_misses_total", "Replica rounds whose snapshot the change log had not reached within its wait: every partition took the full pass.", nil, repl(func(r *replicator) int64 { return r.cutMisses.Load() }))
 	counter("replica_change_log_misses_total", "Partition exports of a round whose copy stood below the change log's coverage (a start, or keys dropped at the log's bound): the full pass.", nil, repl(func(r *replicator) int64 { return r.logMisses.Load() }))
@@ -157,7 +157,7 @@ func newMetrics(n *Node) *metrics {
 		}
 		return r.changes.overflows.Load()
 	}))
-	counter("replica_outbox_entries_skipped_total", "Outbox entries a replica round left out: written and sent on (deleted) since the copy's version, so the copy never had them.", nil, repl(func(r *replicator) int64 {
+	counter("replica_outbox_entries_skipped_total", "Outbox entries replica rounds left out (a retried round counts them again): written and sent on (deleted) since the copy's version, so the copy never had them.", nil, repl(func(r *replicator) int64 {
 		if r.changes == nil {
 			return 0
 		}
