@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"math"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -44,9 +43,10 @@ type Outbox struct {
 	// before it is tombstones, which Badger's iterator steps over one by one until
 	// compaction drops them (a drain's Seek was 85% of reading a batch, 2.7% of a
 	// clustered node's CPU). 0 after New: the first drain steps over them once. A head
-	// never passes the first sequence number of an Add still writing (adding): Add takes
-	// its numbers under mu and writes after, so a later Add's entries may be read, sent
-	// and deleted before an earlier one's land.
+	// never passes the first sequence number of an Add that was still writing when the
+	// drain read its batch (builtBatch.limit): Add takes its numbers under mu and writes
+	// after, so a later Add's entries may be read, sent and deleted before an earlier
+	// one's land.
 	head     [ring.PartitionCount]uint64
 	adding   map[uint64]struct{} // first sequence number of each Add writing its entries
 	total    int
@@ -618,6 +618,12 @@ type builtBatch struct {
 	links         int
 	corrupt       [][]byte // entries that failed to decode: deleted with the batch
 	corruptCounts map[uint16]int
+	// limit is the first sequence number the read may have missed: the lowest of the Adds
+	// writing when it began and of those yet to come. Every entry below it that was ever
+	// written was visible to the read, so a head may move up to it and no further (an
+	// Add still writing at the read may land before the ack, when adding no longer
+	// shows it, with its entries below the ones sent).
+	limit uint64
 }
 
 // buildBatch reads entries of ts, in order, until BatchLinks or BatchURLBytes would be
@@ -636,7 +642,11 @@ func (o *Outbox) buildBatch(ts []target) (*builtBatch, error) {
 	for i, t := range ts {
 		heads[i] = o.head[t.part]
 	}
-	o.mu.Unlock()
+	bb.limit = o.seq + 1
+	for first := range o.adding {
+		bb.limit = min(bb.limit, first)
+	}
+	o.mu.Unlock() // before View takes its snapshot: what finished writing by now is in it
 	err := o.db.View(func(txn *badger.Txn) error {
 		for i, t := range ts {
 			if full {
@@ -700,7 +710,7 @@ func (o *Outbox) buildBatch(ts []target) (*builtBatch, error) {
 		o.mu.Lock()
 		o.uncount(bb.corruptCounts)
 		o.counters.corrupt += int64(len(bb.corrupt))
-		o.advance(bb.corrupt, nil)
+		o.advance(bb.corrupt, nil, bb.limit)
 		o.mu.Unlock()
 	}
 	return bb, nil
@@ -805,7 +815,7 @@ func (o *Outbox) acked(peer string, bb *builtBatch, refused map[uint16]bool, tic
 	if delErr == nil {
 		o.uncount(counts)
 		o.counters.corrupt += int64(len(bb.corrupt))
-		o.advance(keys, refused)
+		o.advance(keys, refused, bb.limit)
 	}
 	if st := o.peers[peer]; st != nil && ticket > st.failTicket {
 		delete(o.peers, peer)
@@ -893,15 +903,12 @@ func (o *Outbox) deleteEntries(keys [][]byte) error {
 }
 
 // advance moves the heads of the partitions past keys, deleted, except of the refused
-// partitions (their corrupt entries go, their live ones before those stay), and never past
-// the first number of an Add still writing. A drain's keys of a partition are the first
-// of its live entries (buildBatch reads from the head, in order), so nothing live is left
-// below them. Called with mu held.
-func (o *Outbox) advance(keys [][]byte, refused map[uint16]bool) {
-	limit := uint64(math.MaxUint64)
-	for first := range o.adding {
-		limit = min(limit, first)
-	}
+// partitions (their corrupt entries go, their live ones before those stay), and never to
+// or past limit, the first sequence number the read of those keys may have missed
+// (builtBatch.limit). A drain's keys of a partition are the first of its live entries
+// (buildBatch reads from the head, in order), so nothing live is left below them.
+// Called with mu held.
+func (o *Outbox) advance(keys [][]byte, refused map[uint16]bool, limit uint64) {
 	for _, k := range keys {
 		if p, seq, ok := parseKey(k); ok && !refused[p] && seq >= o.head[p] {
 			o.head[p] = max(o.head[p], min(seq+1, limit))

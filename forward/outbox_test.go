@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"math"
 	"reflect"
 	"slices"
 	"sync"
@@ -935,13 +936,66 @@ func TestHeadStaysForRefused(t *testing.T) {
 	o := newOutbox(t, Config{DB: memDB(t), OwnerOf: (&table{}).OwnerOf, Send: func(context.Context, string, Batch) error { return nil }})
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.advance([][]byte{outboxKey(3, 7), outboxKey(4, 9), outboxKey(4, 8)}, map[uint16]bool{3: true})
+	o.advance([][]byte{outboxKey(3, 7), outboxKey(4, 9), outboxKey(4, 8)}, map[uint16]bool{3: true}, math.MaxUint64)
 	if o.head[3] != 0 || o.head[4] != 10 {
 		t.Fatalf("heads %d, %d; want 0, 10", o.head[3], o.head[4])
 	}
-	o.adding[12] = struct{}{}
-	o.advance([][]byte{outboxKey(4, 15)}, nil)
+	o.advance([][]byte{outboxKey(4, 15)}, nil, 12)
 	if o.head[4] != 12 {
-		t.Fatalf("head %d past an Add in flight from 12", o.head[4])
+		t.Fatalf("head %d past the read's limit 12", o.head[4])
+	}
+}
+
+// An Add that was still writing when a drain read its batch, and lands before the batch
+// is acknowledged, has its entries below the ones sent: the head must not pass them
+// although adding no longer shows the Add by the ack (before builtBatch.limit, the
+// head moved past them, the links were never sent and the outbox never emptied: a
+// cluster's chaos run hung with a node that never finished).
+func TestHeadWaitsForAddLandingDuringSend(t *testing.T) {
+	db := memDB(t)
+	tab := &table{}
+	tab.setRing([]string{"a"}, 1)
+	ps := newPeers(t, tab)
+	links, p := linksOfPartition(t, 20)
+	early, late := links[:10], links[10:]
+
+	var first uint64
+	var o *Outbox
+	var landed atomic.Bool
+	send := func(ctx context.Context, peer string, b Batch) error {
+		if landed.CompareAndSwap(false, true) {
+			// The batch was read with the early Add still writing; it lands now.
+			if err := db.Update(func(txn *badger.Txn) error { return txn.Set(outboxKey(p, first), encodeEntry(early)) }); err != nil {
+				return err
+			}
+			o.mu.Lock()
+			delete(o.adding, first)
+			o.mu.Unlock()
+		}
+		return ps.Send(ctx, peer, b)
+	}
+	o = newOutbox(t, Config{DB: db, OwnerOf: tab.OwnerOf, Send: send})
+
+	// The early Add, between its reservation and its write (as Add does it).
+	o.mu.Lock()
+	o.seq++
+	first = o.seq
+	o.adding[first] = struct{}{}
+	o.queued[p] += len(early)
+	o.total += len(early)
+	o.mu.Unlock()
+
+	if err := o.Add(late); err != nil {
+		t.Fatal(err)
+	}
+	start(t, o)
+	waitFor(t, "the later Add sent", 5*time.Second, func() bool { return o.Stats().SentLinks >= int64(len(late)) })
+	o.kick <- struct{}{}
+	waitFor(t, "the earlier Add sent", 5*time.Second, func() bool { return o.Queued() == 0 })
+	if n := ps.count("a"); n != len(links) {
+		t.Fatalf("%d links delivered, want %d", n, len(links))
+	}
+	if n := countKeys(t, db, famOutbox); n != 0 {
+		t.Fatalf("%d outbox keys left", n)
 	}
 }
