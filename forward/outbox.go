@@ -91,6 +91,7 @@ type counters struct {
 	failures, refused                 int64
 	recentHits, invalid, full         int64
 	corrupt                           int64
+	headResets                        int64
 }
 
 // New builds an Outbox over cfg.DB and counts the links already stored there (a restart
@@ -638,15 +639,18 @@ func (o *Outbox) buildBatch(ts []target) (*builtBatch, error) {
 	urlBytes := 0
 	full := false
 	heads := make([]uint64, len(ts))
+	queued := make([]int, len(ts))
 	o.mu.Lock()
 	for i, t := range ts {
-		heads[i] = o.head[t.part]
+		heads[i], queued[i] = o.head[t.part], o.queued[t.part]
 	}
 	bb.limit = o.seq + 1
 	for first := range o.adding {
 		bb.limit = min(bb.limit, first)
 	}
-	o.mu.Unlock() // before View takes its snapshot: what finished writing by now is in it
+	settled := len(o.adding) == 0
+	o.mu.Unlock()     // before View takes its snapshot: what finished writing by now is in it
+	var lost []uint16 // partitions with links counted and none at or past the head
 	err := o.db.View(func(txn *badger.Txn) error {
 		for i, t := range ts {
 			if full {
@@ -655,8 +659,9 @@ func (o *Outbox) buildBatch(ts []target) (*builtBatch, error) {
 			prefix := partitionPrefix(t.part)
 			it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: true, PrefetchSize: 16})
 			var links []Link
-			drained := true
+			drained, found := true, false
 			for it.Seek(outboxKey(t.part, heads[i])); it.ValidForPrefix(prefix); it.Next() {
+				found = true
 				item := it.Item()
 				var n, ub int
 				var entryLinks []Link
@@ -691,6 +696,9 @@ func (o *Outbox) buildBatch(ts []target) (*builtBatch, error) {
 				links = append(links, entryLinks...)
 			}
 			it.Close()
+			if !found && settled && queued[i] > 0 && heads[i] > 0 {
+				lost = append(lost, t.part)
+			}
 			bb.drained[t.part] = drained
 			if len(links) > 0 {
 				bb.batch.Partitions = append(bb.batch.Partitions,
@@ -701,6 +709,18 @@ func (o *Outbox) buildBatch(ts []target) (*builtBatch, error) {
 	})
 	if err != nil {
 		return nil, fmt.Errorf("forward: read outbox: %w", err)
+	}
+	if len(lost) > 0 {
+		// No Add was writing, links were counted, and nothing was at or past the head:
+		// a head moved past live entries (a bug; 3e900a6 fixed one). The next drain
+		// reads those partitions from their start rather than never again.
+		o.mu.Lock()
+		for _, p := range lost {
+			o.head[p] = 0
+		}
+		o.counters.headResets += int64(len(lost))
+		o.mu.Unlock()
+		o.log.Error("outbox: links counted below a partition's head; reading it from its start", "partitions", lost)
 	}
 	if len(bb.keys) == 0 && len(bb.corrupt) > 0 {
 		// Only corrupt entries: delete them now.
@@ -940,6 +960,7 @@ type Stats struct {
 	Invalid           int64                // links skipped by Add: no URL, too long, no host
 	FullRejections    int64                // Add calls refused with ErrFull
 	CorruptDropped    int64                // stored entries that did not decode and were dropped
+	HeadResets        int64                // drains that found a partition's links below its head (a bug) and read it from its start
 	BackingOff        map[string]time.Time // peer -> no send before
 	Drains            map[string]int       // peer -> drains in flight (each sends one batch at a time)
 	RecentCached      int                  // URL hashes in the recent cache
@@ -962,6 +983,7 @@ func (o *Outbox) Stats() Stats {
 		Invalid:           o.counters.invalid,
 		FullRejections:    o.counters.full,
 		CorruptDropped:    o.counters.corrupt,
+		HeadResets:        o.counters.headResets,
 		BackingOff:        make(map[string]time.Time),
 		Drains:            maps.Clone(o.busy),
 		RecentCached:      o.recent.len(),

@@ -999,3 +999,35 @@ func TestHeadWaitsForAddLandingDuringSend(t *testing.T) {
 		t.Fatalf("%d outbox keys left", n)
 	}
 }
+
+// A head past live entries (the bug TestHeadWaitsForAddLandingDuringSend pins down, or
+// any like it) must not leave them unsent for good: a drain that finds links counted and
+// none at or past the head, with no Add writing, reads the partition from its start.
+func TestHeadPastLiveEntriesIsReset(t *testing.T) {
+	db := memDB(t)
+	tab := &table{}
+	tab.setRing([]string{"a"}, 1)
+	ps := newPeers(t, tab)
+	links, p := linksOfPartition(t, 10)
+	o := newOutbox(t, Config{DB: db, OwnerOf: tab.OwnerOf, Send: ps.Send})
+	if err := o.Add(links); err != nil {
+		t.Fatal(err)
+	}
+	o.mu.Lock()
+	o.head[p] = o.seq + 5
+	o.mu.Unlock()
+	start(t, o)
+	waitFor(t, "the links sent", 5*time.Second, func() bool {
+		select {
+		case o.kick <- struct{}{}:
+		default:
+		}
+		return o.Queued() == 0
+	})
+	if n := ps.count("a"); n != len(links) {
+		t.Fatalf("%d links delivered, want %d", n, len(links))
+	}
+	if r := o.Stats().HeadResets; r != 1 {
+		t.Fatalf("%d head resets, want 1", r)
+	}
+}

@@ -125,6 +125,12 @@ func newMetrics(n *Node) *metrics {
 		}
 		return float64(n.cl.out.Stats().SentBytes)
 	})
+	counter("outbox_head_resets_total", "Outbox drains that found a partition's links counted below where it reads from (a bug: they would never be sent) and read that partition from its start again.", nil, func() float64 {
+		if n.cl == nil {
+			return 0
+		}
+		return float64(n.cl.out.Stats().HeadResets)
+	})
 	gauge("partitions_held", "Partitions whose lease this node holds.", func() float64 {
 		if n.cl == nil {
 			return 0
