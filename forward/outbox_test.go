@@ -1031,3 +1031,52 @@ func TestHeadPastLiveEntriesIsReset(t *testing.T) {
 		t.Fatalf("%d head resets, want 1", r)
 	}
 }
+
+// Many Adds writing at once into a few partitions while drains read, send (slowly, some
+// sends failing) and delete: every link arrives, the outbox empties, and no head ever
+// went past a live entry (HeadResets counts the drains that found one). The read-to-ack
+// race TestHeadWaitsForAddLandingDuringSend pins down shows here as head resets.
+func TestOutboxConcurrentAddsAndDrains(t *testing.T) {
+	db := memDB(t)
+	tab := &table{}
+	tab.setRing([]string{"a", "b"}, 1)
+	ps := newPeers(t, tab)
+	var sends atomic.Int64
+	ps.fail = func(string) error {
+		n := sends.Add(1)
+		time.Sleep(time.Duration(n%7) * 100 * time.Microsecond)
+		if n%19 == 0 {
+			return errors.New("connection reset")
+		}
+		return nil
+	}
+	o := newOutbox(t, Config{DB: db, OwnerOf: tab.OwnerOf, Send: ps.Send, BatchLinks: 40,
+		BackoffBase: time.Millisecond, BackoffMax: 5 * time.Millisecond})
+	links := simLinks(12000, 4, 11) // four hosts: a few partitions, every Add contending
+	start(t, o)
+	const adders = 12
+	var wg sync.WaitGroup
+	for w := range adders {
+		wg.Go(func() {
+			for i := w * 3; i < len(links); i += adders * 3 {
+				if err := o.Add(links[i:min(i+3, len(links))]); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	waitFor(t, "the outbox drained", 30*time.Second, func() bool { return o.Queued() == 0 })
+	if got := ps.count("a") + ps.count("b"); got != len(links) {
+		t.Fatalf("%d distinct links delivered, want %d", got, len(links))
+	}
+	if n := countKeys(t, db, famOutbox); n != 0 {
+		t.Fatalf("%d outbox keys left", n)
+	}
+	st := o.Stats()
+	if st.HeadResets != 0 {
+		t.Fatalf("%d drains found links below a partition's head", st.HeadResets)
+	}
+	t.Logf("%d sends (%d failed), %d batches", sends.Load(), st.Failures, st.SentBatches)
+}
