@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"runtime"
 	"strings"
 	"time"
@@ -45,6 +46,8 @@ const (
 	DefaultCommitInterval = time.Second
 	DefaultUserAgentToken = "crawlnode"
 	DefaultMaxBodyBytes   = 8 << 20
+	// DefaultDeferBelowIdle is Config.DeferBelowIdle's default, in cores.
+	DefaultDeferBelowIdle = 0.5
 
 	// IdleNice as Config.Nice puts the worker threads in the SCHED_IDLE class (Linux): below
 	// nice 19, they run only on CPU time no other thread of the machine wants.
@@ -92,6 +95,15 @@ type Config struct {
 	// make stop-the-world GC pauses wait longer for a starved worker thread. Default 0: the
 	// workers are ordinary goroutines and compete with the crawl for the cores.
 	Nice int
+	// DeferBelowIdle, with Nice > 0 (Linux), holds a worker back from starting its next page
+	// while the machine has fewer than this many cores idle, not counting the workers' own
+	// CPU: a worker that runs at all still slows a CPU-bound crawl (its garbage, the
+	// collector's stop-the-world waiting for its starved thread, the shared caches), so
+	// pages wait in the backlog until the crawl leaves CPU idle (see cpuGate). A worker
+	// waits at most 10 s a page, and not at all while the backlog is above half of
+	// MaxBacklog or Drain waits. Default 0.5; negative turns it off. The machine's times
+	// are the whole machine's, not a container's CPU quota.
+	DeferBelowIdle float64
 	// MaxBacklog is the largest number of queued jobs; Enqueue returns ErrBacklogFull past it.
 	// Default 1,000,000 (a job is ~300 bytes in Badger).
 	MaxBacklog int
@@ -147,6 +159,9 @@ func (c *Config) setDefaults() {
 	if c.UserAgentToken == "" {
 		c.UserAgentToken = DefaultUserAgentToken
 	}
+	if c.DeferBelowIdle == 0 {
+		c.DeferBelowIdle = DefaultDeferBelowIdle
+	}
 	c.Filters.setDefaults()
 	if c.Now == nil {
 		c.Now = time.Now
@@ -183,6 +198,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: Load is required", ErrInvalidConfig)
 	case c.Nice < 0 || c.Nice > IdleNice:
 		return fmt.Errorf("%w: Nice %d not in 0..%d", ErrInvalidConfig, c.Nice, IdleNice)
+	case math.IsNaN(c.DeferBelowIdle) || math.IsInf(c.DeferBelowIdle, 0):
+		return fmt.Errorf("%w: DeferBelowIdle %v is not a number of cores", ErrInvalidConfig, c.DeferBelowIdle)
 	case c.Filters.MinTextLength < 0:
 		return fmt.Errorf("%w: Filters.MinTextLength %d < 0", ErrInvalidConfig, c.Filters.MinTextLength)
 	case c.Filters.MaxLinkDensity < 0 || c.Filters.MaxLinkDensity > 1:

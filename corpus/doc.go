@@ -11,6 +11,9 @@
 //     meta robots / TDMRep meta tags, visible characters and characters inside links, and hands
 //     the same DOM to go-trafilatura's ExtractDocument for the main text (comments, navigation,
 //     boilerplate removed), title and language (whatlanggo on the main text, via trafilatura).
+//     Niced workers (Config.Nice) also hold their next page while the machine has no idle
+//     CPU besides theirs (Config.DeferBelowIdle, cpuGate): the stage lags a CPU-bound crawl
+//     instead of slowing it.
 //   - Quality signals (text length, words, visible characters, link density, boilerplate share)
 //     and the job's filters (Filters): rejected pages get a record with the reason, no text.
 //   - Opt-out signals: noindex and noai from X-Robots-Tag and meta robots (generic, or for our

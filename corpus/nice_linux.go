@@ -22,3 +22,6 @@ func lowerThreadPriority(nice int) error {
 	}
 	return syscall.Setpriority(syscall.PRIO_PROCESS, syscall.Gettid(), nice)
 }
+
+// threadID is the calling thread's ID (the goroutine must be locked to it).
+func threadID() int { return unix.Gettid() }

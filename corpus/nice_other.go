@@ -8,3 +8,5 @@ import "errors"
 func lowerThreadPriority(int) error {
 	return errors.New("thread priorities are supported on Linux only")
 }
+
+func threadID() int { return 0 }

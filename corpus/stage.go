@@ -43,6 +43,10 @@ type Stats struct {
 	ExtractTime time.Duration
 	// Shards is the number of shards closed this run.
 	Shards int
+	// Held is this run's summed time workers waited, between pages, for the machine to
+	// leave CPU idle (Config.DeferBelowIdle); HeldSpells counts the times the gate closed.
+	Held       time.Duration
+	HeldSpells int64
 }
 
 type persistedStats struct {
@@ -92,6 +96,8 @@ type Stage struct {
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
 	stopped  chan struct{} // closed when the committer exits
+	gate     *cpuGate      // nil: workers never wait for idle CPU
+	draining atomic.Int32  // Drain calls waiting: the gate is open
 
 	statsMu   sync.Mutex
 	stats     persistedStats
@@ -247,6 +253,16 @@ func (s *Stage) Start(ctx context.Context) error {
 	s.startedAt = s.cfg.Now()
 	s.statsMu.Unlock()
 
+	if s.cfg.Nice > 0 && s.cfg.DeferBelowIdle > 0 {
+		s.gate = newCPUGate(s.cfg.DeferBelowIdle, gateReader)
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			if err := s.gate.run(runCtx); err != nil {
+				s.log.Warn("extract workers will not wait for idle CPU", "err", err)
+			}
+		}()
+	}
 	var workers sync.WaitGroup
 	s.wg.Add(3 + s.cfg.Workers)
 	go func() { defer s.wg.Done(); s.dispatch(runCtx) }()
@@ -420,15 +436,28 @@ func (s *Stage) worker(ctx context.Context) {
 	if s.cfg.Nice > 0 {
 		if err := lowerThreadPriority(s.cfg.Nice); err != nil {
 			s.log.Warn("extract worker priority", "nice", s.cfg.Nice, "err", err)
+		} else if s.gate != nil {
+			s.gate.register(threadID())
 		}
 	}
 	for d := range s.work {
+		if s.gate != nil {
+			// Holding the page: a worker waiting for the gate before taking one would
+			// start whatever came next without asking again.
+			s.gate.wait(ctx, s.gateOpen)
+		}
 		start := time.Now()
 		r := result{seq: d.seq}
 		r.a, r.dropped = s.process(ctx, &d.job)
 		r.busy = time.Since(start)
 		s.results <- r // the committer reads until this channel is closed
 	}
+}
+
+// gateOpen tells the workers not to wait for idle CPU: the backlog is above half of
+// MaxBacklog (Enqueue would soon push back on the fetch stage) or Drain is waiting.
+func (s *Stage) gateOpen() bool {
+	return s.draining.Load() > 0 || s.backlog.Load() >= int64(s.cfg.MaxBacklog/2)
 }
 
 // process loads and analyzes one job. dropped is true when the stage is stopping and the job
@@ -701,6 +730,8 @@ func (s *Stage) Drain(ctx context.Context) error {
 	if !started {
 		return ErrNotStarted
 	}
+	s.draining.Add(1)
+	defer s.draining.Add(-1)
 	t := time.NewTicker(20 * time.Millisecond)
 	defer t.Stop()
 	for {
@@ -752,7 +783,8 @@ func (s *Stage) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	s.log.Info("extract stage stopped", "backlog", s.Backlog())
+	st := s.Stats()
+	s.log.Info("extract stage stopped", "backlog", st.Backlog, "held", st.Held.Round(time.Millisecond), "held_spells", st.HeldSpells)
 	return s.err()
 }
 
@@ -770,6 +802,9 @@ func (s *Stage) Stats() Stats {
 		Rejected:    make(map[string]int64, len(s.stats.Rejected)),
 		ExtractTime: s.runBusy,
 		Shards:      s.runShards,
+	}
+	if s.gate != nil {
+		st.Held, st.HeldSpells = time.Duration(s.gate.held.Load()), s.gate.closes.Load()
 	}
 	for k, v := range s.stats.Rejected {
 		st.Rejected[k] = v

@@ -96,6 +96,10 @@ type Config struct {
 	// stage first and extraction lags instead. The binary also raises GOMAXPROCS by
 	// ExtractWorkers then. Default 0 (the binary's default is 20).
 	ExtractNice int
+	// ExtractDeferIdle, with ExtractNice > 0, holds the extract workers back between pages
+	// while the machine has fewer than this many cores idle besides their own use
+	// (corpus.Config.DeferBelowIdle). 0: the default, 0.5; negative: never.
+	ExtractDeferIdle float64
 	// NoExtract runs the fetch stage alone: pages are archived as WARC and their links
 	// followed, but no page is queued for text extraction, so no text corpus is built
 	// (an archiving crawl, and the fetch-stage benchmark). A backlog left by an earlier
@@ -398,15 +402,16 @@ func New(cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("open WARC writer: %w", err)
 	}
 	n.stage, err = corpus.New(corpus.Config{
-		DB:       n.db,
-		OutDir:   dir.CorpusDir(),
-		NodeName: dir.Node,
-		Workers:  cfg.ExtractWorkers,
-		Nice:     cfg.ExtractNice,
-		Load:     n.loadPage,
-		Filters:  cfg.Filters,
-		Now:      cfg.Now,
-		Logger:   cfg.Logger,
+		DB:             n.db,
+		OutDir:         dir.CorpusDir(),
+		NodeName:       dir.Node,
+		Workers:        cfg.ExtractWorkers,
+		Nice:           cfg.ExtractNice,
+		DeferBelowIdle: cfg.ExtractDeferIdle,
+		Load:           n.loadPage,
+		Filters:        cfg.Filters,
+		Now:            cfg.Now,
+		Logger:         cfg.Logger,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open extract stage: %w", err)
