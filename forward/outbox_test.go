@@ -875,23 +875,44 @@ func linksOfPartition(t *testing.T, n int) ([]Link, uint16) {
 // An Add takes its sequence numbers before it writes: a later Add's entries can be sent
 // and deleted first. The drains' head must not pass the earlier Add's entries, or they
 // would never be read (until a restart).
-func TestHeadWaitsForAddInFlight(t *testing.T) {
-	db := memDB(t)
+// onePeer is an outbox DB and a table in which peer "a" holds every partition.
+func onePeer(t *testing.T) (*badger.DB, *table, *peers) {
+	t.Helper()
 	tab := &table{}
 	tab.setRing([]string{"a"}, 1)
-	ps := newPeers(t, tab)
+	return memDB(t), tab, newPeers(t, tab)
+}
+
+// checkDelivered fails unless peer "a" got want distinct links and no outbox entry is left.
+func checkDelivered(t *testing.T, ps *peers, db *badger.DB, want int) {
+	t.Helper()
+	if n := ps.count("a"); n != want {
+		t.Fatalf("%d links delivered, want %d", n, want)
+	}
+	if n := countKeys(t, db, famOutbox); n != 0 {
+		t.Fatalf("%d outbox keys left", n)
+	}
+}
+
+// reserveAdd does what Add does before it writes, for n links of partition p: it takes a
+// sequence number, marks the Add as writing and counts the links. It returns the number.
+func reserveAdd(o *Outbox, p uint16, n int) uint64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.seq++
+	o.adding[o.seq] = struct{}{}
+	o.queued[p] += n
+	o.total += n
+	return o.seq
+}
+
+func TestHeadWaitsForAddInFlight(t *testing.T) {
+	db, tab, ps := onePeer(t)
 	links, p := linksOfPartition(t, 20)
 	early, late := links[:10], links[10:]
 	o := newOutbox(t, Config{DB: db, OwnerOf: tab.OwnerOf, Send: ps.Send})
 
-	// The early Add, between its reservation and its write (as Add does it).
-	o.mu.Lock()
-	o.seq++
-	first := o.seq
-	o.adding[first] = struct{}{}
-	o.queued[p] += len(early)
-	o.total += len(early)
-	o.mu.Unlock()
+	first := reserveAdd(o, p, len(early)) // the early Add, not written yet
 
 	if err := o.Add(late); err != nil {
 		t.Fatal(err)
@@ -922,12 +943,7 @@ func TestHeadWaitsForAddInFlight(t *testing.T) {
 	if head != first+1 {
 		t.Fatalf("head %d after every entry went; want %d: drains would step over the sent ones again", head, first+1)
 	}
-	if n := ps.count("a"); n != len(links) {
-		t.Fatalf("%d links delivered, want %d", n, len(links))
-	}
-	if n := countKeys(t, db, famOutbox); n != 0 {
-		t.Fatalf("%d outbox keys left", n)
-	}
+	checkDelivered(t, ps, db, len(links))
 }
 
 // A refused partition's corrupt entries are deleted with the batch, but its head stays:
@@ -952,10 +968,7 @@ func TestHeadStaysForRefused(t *testing.T) {
 // head moved past them, the links were never sent and the outbox never emptied: a
 // cluster's chaos run hung with a node that never finished).
 func TestHeadWaitsForAddLandingDuringSend(t *testing.T) {
-	db := memDB(t)
-	tab := &table{}
-	tab.setRing([]string{"a"}, 1)
-	ps := newPeers(t, tab)
+	db, tab, ps := onePeer(t)
 	links, p := linksOfPartition(t, 20)
 	early, late := links[:10], links[10:]
 
@@ -976,14 +989,7 @@ func TestHeadWaitsForAddLandingDuringSend(t *testing.T) {
 	}
 	o = newOutbox(t, Config{DB: db, OwnerOf: tab.OwnerOf, Send: send})
 
-	// The early Add, between its reservation and its write (as Add does it).
-	o.mu.Lock()
-	o.seq++
-	first = o.seq
-	o.adding[first] = struct{}{}
-	o.queued[p] += len(early)
-	o.total += len(early)
-	o.mu.Unlock()
+	first = reserveAdd(o, p, len(early)) // the early Add, not written yet
 
 	if err := o.Add(late); err != nil {
 		t.Fatal(err)
@@ -992,11 +998,9 @@ func TestHeadWaitsForAddLandingDuringSend(t *testing.T) {
 	waitFor(t, "the later Add sent", 5*time.Second, func() bool { return o.Stats().SentLinks >= int64(len(late)) })
 	o.kick <- struct{}{}
 	waitFor(t, "the earlier Add sent", 5*time.Second, func() bool { return o.Queued() == 0 })
-	if n := ps.count("a"); n != len(links) {
-		t.Fatalf("%d links delivered, want %d", n, len(links))
-	}
-	if n := countKeys(t, db, famOutbox); n != 0 {
-		t.Fatalf("%d outbox keys left", n)
+	checkDelivered(t, ps, db, len(links))
+	if r := o.Stats().HeadResets; r != 0 {
+		t.Fatalf("%d head resets: the head passed the early Add's entry", r)
 	}
 }
 
@@ -1004,10 +1008,7 @@ func TestHeadWaitsForAddLandingDuringSend(t *testing.T) {
 // any like it) must not leave them unsent for good: a drain that finds links counted and
 // none at or past the head, with no Add writing, reads the partition from its start.
 func TestHeadPastLiveEntriesIsReset(t *testing.T) {
-	db := memDB(t)
-	tab := &table{}
-	tab.setRing([]string{"a"}, 1)
-	ps := newPeers(t, tab)
+	db, tab, ps := onePeer(t)
 	links, p := linksOfPartition(t, 10)
 	o := newOutbox(t, Config{DB: db, OwnerOf: tab.OwnerOf, Send: ps.Send})
 	if err := o.Add(links); err != nil {
@@ -1024,9 +1025,7 @@ func TestHeadPastLiveEntriesIsReset(t *testing.T) {
 		}
 		return o.Queued() == 0
 	})
-	if n := ps.count("a"); n != len(links) {
-		t.Fatalf("%d links delivered, want %d", n, len(links))
-	}
+	checkDelivered(t, ps, db, len(links))
 	if r := o.Stats().HeadResets; r != 1 {
 		t.Fatalf("%d head resets, want 1", r)
 	}
