@@ -10,8 +10,8 @@ import (
 // cpuGate holds the extract workers back from starting a page while the machine has less
 // than Config.DeferBelowIdle cores idle, not counting the CPU the workers themselves use
 // (Linux: the machine's times from /proc/stat, the workers' threads' from
-// /proc/self/task/<tid>/stat, sampled every gateInterval and smoothed over about two
-// samples).
+// /proc/self/task/<tid>/stat, both read with prometheus/procfs, sampled every
+// gateInterval and smoothed over about two samples).
 //
 // Why, with the workers already in SCHED_IDLE: SCHED_IDLE gives the crawl the CPU first,
 // but a worker that runs at all still costs the crawl. Each garbage collection's
@@ -27,8 +27,8 @@ import (
 // It never holds work for good: a worker waits at most gateMaxWait per page (a machine
 // another tenant keeps busy still gets its pages extracted, slowly), and the gate is open
 // while the backlog is above half of MaxBacklog (before Enqueue would push back on the
-// fetch stage) and while Drain waits. Written here: no library measures a machine's idle
-// CPU net of some of its own threads.
+// fetch stage) and while Drain waits. The decision is written here: procfs reads the
+// times, but no library measures a machine's idle CPU net of some of its own threads.
 type cpuGate struct {
 	below float64 // open at this many idle cores or more
 	read  func(tids []int) (cpuSample, error)
@@ -45,10 +45,10 @@ type cpuGate struct {
 	closes atomic.Int64 // times the gate closed
 }
 
-// cpuSample is a reading of the machine's CPU times (all CPUs together, in clock ticks),
-// its CPU count, and the summed ticks of the workers' threads (threads of them read).
+// cpuSample is a reading of the machine's CPU times (all CPUs together, in seconds), its
+// CPU count, and the summed CPU time of the workers' threads (threads of them read).
 type cpuSample struct {
-	total, idle, workers uint64
+	total, idle, workers float64
 	cpus, threads        int
 }
 
@@ -106,13 +106,13 @@ func (g *cpuGate) sample() error {
 	if !had || s.total <= prev.total || s.cpus <= 0 {
 		return nil
 	}
-	idle := float64(s.idle - prev.idle)
+	idle := s.idle - prev.idle
 	if s.threads == prev.threads && s.workers >= prev.workers {
-		// The workers' own ticks count as idle (when a thread came or went between the
-		// readings, this sample goes without them).
-		idle += float64(s.workers - prev.workers)
+		// The workers' own time counts as idle (when a thread came or went between the
+		// readings, this sample goes without it).
+		idle += s.workers - prev.workers
 	}
-	free := min(idle/float64(s.total-prev.total), 1) * float64(s.cpus)
+	free := min(idle/(s.total-prev.total), 1) * float64(s.cpus)
 	if !g.primed {
 		g.free, g.primed = free, true
 	} else {

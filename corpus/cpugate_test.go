@@ -25,11 +25,11 @@ func (r *scripted) read([]int) (cpuSample, error) {
 	return s, nil
 }
 
-// The gate counts the workers' own ticks as idle: a machine kept busy by extraction alone
+// The gate counts the workers' own CPU time as idle: a machine kept busy by extraction alone
 // is idle to it, one kept busy by anything else is not, and it opens again when idle CPU
 // comes back (smoothed: the mean of the last figure and the new reading).
 func TestCPUGateDecides(t *testing.T) {
-	// Two CPUs, 20 ticks a reading (100 ms at 100 Hz).
+	// Two CPUs, 20 units of CPU time a reading (the gate uses only ratios of them).
 	r := &scripted{s: []cpuSample{
 		{total: 0, idle: 0, workers: 0, cpus: 2, threads: 2},
 		{total: 20, idle: 0, workers: 18, cpus: 2, threads: 2},   // the workers use 1.8 cores: 1.8 idle
@@ -37,7 +37,7 @@ func TestCPUGateDecides(t *testing.T) {
 		{total: 60, idle: 0, workers: 20, cpus: 2, threads: 2},   // all: 0
 		{total: 80, idle: 0, workers: 20, cpus: 2, threads: 2},   // 0
 		{total: 100, idle: 10, workers: 20, cpus: 2, threads: 2}, // 1.0
-		{total: 120, idle: 10, workers: 9, cpus: 2, threads: 1},  // a thread ended: its ticks are not idle
+		{total: 120, idle: 10, workers: 9, cpus: 2, threads: 1},  // a thread ended: its time is not idle
 	}}
 	g := newCPUGate(0.5, r.read)
 	want := []struct {
@@ -85,31 +85,7 @@ func TestCPUGateWait(t *testing.T) {
 	}
 }
 
-func TestParseCPUTimes(t *testing.T) {
-	stat := "cpu  100 5 50 800 20 1 2 3 7 0\ncpu0 50 2 25 400 10 0 1 1 3 0\ncpu1 50 3 25 400 10 1 1 2 4 0\nintr 12345\nctxt 99\n"
-	s, err := parseProcStat([]byte(stat))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s.total != 981 || s.idle != 820 || s.cpus != 2 {
-		t.Fatalf("total %d, idle %d, cpus %d; want 981, 820, 2", s.total, s.idle, s.cpus)
-	}
-	for _, bad := range []string{"intr 1\n", "cpu 1 2 x 4 5 6\n", "cpu 1 2\n"} {
-		if _, err := parseProcStat([]byte(bad)); err == nil {
-			t.Errorf("%q parsed", bad)
-		}
-	}
-	// A command name with spaces and parentheses; utime 17, stime 4.
-	task := "4242 (crawl (x) y) S 1 4242 4242 0 -1 4194560 100 0 0 0 17 4 0 0 20 0 9 0 55 1000 10\n"
-	if v, err := parseTaskTicks([]byte(task)); err != nil || v != 21 {
-		t.Fatalf("task ticks %d, %v; want 21", v, err)
-	}
-	if _, err := parseTaskTicks([]byte("4242 (x) S 1 2")); err == nil {
-		t.Fatal("short task stat parsed")
-	}
-}
-
-// The real reader on this machine: the machine's times grow, and a busy thread's ticks
+// The real reader on this machine: the machine's times grow, and a busy thread's CPU time
 // are read back.
 func TestReadCPU(t *testing.T) {
 	tid := make(chan int)
@@ -137,7 +113,7 @@ func TestReadCPU(t *testing.T) {
 		t.Fatal(err)
 	}
 	if a.cpus < 1 || b.total <= a.total || a.threads != 1 || b.workers <= a.workers {
-		t.Fatalf("readings %+v then %+v: want CPUs, growing totals, one thread read (the other does not exist), its ticks growing", a, b)
+		t.Fatalf("readings %+v then %+v: want CPUs, growing totals, one thread read (the other does not exist), its time growing", a, b)
 	}
 }
 
@@ -154,7 +130,7 @@ func TestStageHoldsPagesWhileBusy(t *testing.T) {
 		jobs = append(jobs, jobFor(url, i))
 	}
 	var mu sync.Mutex
-	busy, ticks := true, uint64(0)
+	busy, ticks := true, 0.0
 	saved := gateReader
 	gateReader = func([]int) (cpuSample, error) {
 		mu.Lock()
