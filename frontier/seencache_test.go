@@ -17,14 +17,19 @@ func TestSeenCacheKeysAreCopies(t *testing.T) {
 	if !c.has("http://a.test/p") {
 		t.Fatal("added URL not found")
 	}
-	inBuf := func(s string) bool {
-		p, b := uintptr(unsafe.Pointer(unsafe.StringData(s))), uintptr(unsafe.Pointer(unsafe.StringData(buf)))
-		return p >= b && p < b+uintptr(len(buf))
-	}
+	b0 := uintptr(unsafe.Pointer(unsafe.StringData(buf)))
 	for i := range c.shards {
-		for _, sl := range c.shards[i].young.slots {
-			if sl.h != 0 && inBuf(sl.u) {
-				t.Fatalf("cache key %q points into the caller's buffer", sl.u)
+		tb := &c.shards[i].young
+		for _, sl := range tb.slots {
+			if sl.h == 0 {
+				continue
+			}
+			key := tb.urls[sl.off : sl.off+sl.len]
+			if p := uintptr(unsafe.Pointer(&key[0])); p >= b0 && p < b0+uintptr(len(buf)) {
+				t.Fatalf("cache key %q points into the caller's buffer", key)
+			}
+			if string(key) != "http://a.test/p" {
+				t.Fatalf("cache key %q, want the URL added", key)
 			}
 		}
 	}
@@ -81,10 +86,10 @@ func TestSeenCacheBounded(t *testing.T) {
 		for _, tb := range []cacheTable{c.shards[i].young, c.shards[i].old} {
 			b := 0
 			for _, sl := range tb.slots {
-				b += len(sl.u)
+				b += int(sl.len)
 			}
-			if b != tb.bytes || b > c.per*cacheURLBytes {
-				t.Fatalf("shard %d: %d URL bytes held (counted %d), want at most %d", i, b, tb.bytes, c.per*cacheURLBytes)
+			if b != len(tb.urls) || b > c.per*cacheURLBytes || cap(tb.urls) > c.per*cacheURLBytes {
+				t.Fatalf("shard %d: %d URL bytes held (arena %d, cap %d), want at most %d", i, b, len(tb.urls), cap(tb.urls), c.per*cacheURLBytes)
 			}
 			held += b
 		}
@@ -152,5 +157,28 @@ func BenchmarkSeenCache(b *testing.B) {
 			continue
 		}
 		c.has(urls[(i*7919)%hot])
+	}
+}
+
+// TestSeenCacheSameHashDifferentURL: two URLs whose hashes are equal (forced here) are two
+// entries; a hit needs the URL's bytes to match, not only the hash.
+func TestSeenCacheSameHashDifferentURL(t *testing.T) {
+	c := newSeenCache(64)
+	s := &c.shards[0]
+	const h = 0x1234567 | 1
+	a, b := "http://a.test/1", "http://a.test/2" // the same length
+	c.addLocked(s, h, a)
+	if got := s.young.find(h, b); got.h != 0 {
+		t.Fatalf("%q found under %q's hash", b, a)
+	}
+	c.addLocked(s, h, b)
+	for _, u := range []string{a, b} {
+		sl := s.young.find(h, u)
+		if sl.h != h || string(s.young.urls[sl.off:sl.off+sl.len]) != u {
+			t.Fatalf("%q: slot %+v", u, *sl)
+		}
+	}
+	if s.young.n != 2 {
+		t.Fatalf("%d entries, want 2", s.young.n)
 	}
 }
