@@ -448,6 +448,18 @@ func BenchmarkSeenIndexPread(b *testing.B) {
 			b.ReportMetric(float64(ix.wideReads.Load()-wide)/float64(b.N), "wide/op")
 		})
 	}
+	// The floor under a lookup: one pread of a window of the same page again and again (no
+	// search, the page hot in the page cache), which is the machine's system call and page
+	// cache cost alone. It differs severalfold between VMs (speculative-execution
+	// mitigations on kernel entry and return), and with it the checks' rate at scale.
+	b.Run("same-page", func(b *testing.B) {
+		var buf [idxWin * idxEntry]byte
+		for b.Loop() {
+			if _, err := run.f.ReadAt(buf[:], 7*idxBlock+100); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
 
 // The rebuild goroutine takes a sub-filter over its size before runs that are only stale,
