@@ -9,9 +9,10 @@ import (
 // links a crawl meets again and again (navigation, footers) are answered from it without a
 // Badger lookup. It holds two generations per shard; when the young one is full (in
 // entries or in URL bytes) the old one is dropped, an approximate LRU with O(1) work and a
-// hard memory bound: 2*size entries of 48 bytes of slots and at most 2*size*cacheURLBytes
-// bytes of URLs (16 MiB at the default size, whatever URLs a hostile site makes up; URLs
-// over cacheMaxURL bytes are not cached at all). Entries are only ever added for URLs
+// hard memory bound: 2*size entries of 32 bytes of slots (16-byte slots, tables at most
+// half full) and arenas of 2*size*cacheURLBytes bytes for the URLs (16 MiB at the default
+// size, allocated at once and touched as they fill, whatever URLs a hostile site makes up;
+// URLs over cacheMaxURL bytes are not cached at all). Entries are only ever added for URLs
 // whose seen key is committed, and only DropPartition deletes seen keys (it resets the
 // cache), so a hit is exact.
 //
