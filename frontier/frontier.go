@@ -669,9 +669,10 @@ func (d *batchDedup) lookupOrInsert(items []prep, h [16]byte) (int, bool) {
 	}
 }
 
-// Add admits candidates: trap defenses, seen check (Bloom, every "maybe" confirmed against
-// the exact Badger key), per-host caps, then one Badger transaction that marks them seen
-// and queues them together (split only between URLs when Badger's batch limit is near).
+// Add admits candidates: the seen cache, trap defenses, seen check (Bloom, every "maybe"
+// confirmed against the seen index or the exact Badger key), per-host caps, then one
+// Badger transaction that marks them seen and queues them together (split only between
+// URLs when Badger's batch limit is near).
 func (f *Frontier) Add(cands []Candidate) (AddResult, error) {
 	res := AddResult{Rejected: map[string]int{}}
 	if f.isClosed() {

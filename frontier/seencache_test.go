@@ -127,6 +127,16 @@ func TestAddCachedLinks(t *testing.T) {
 	if s := f.Stats(); s.Seen != 3 || s.Queued != 3 {
 		t.Fatalf("stats %+v", s)
 	}
+	// A cached link is answered before the trap checks: met again past the depth limit,
+	// it counts as seen, not rejected, and is not queued either way. An uncached one past the limit is still rejected.
+	deep := u("h.test", "/b")
+	deep.Depth = 17
+	newDeep := u("h.test", "/d")
+	newDeep.Depth = 17
+	r = mustAdd(t, f, deep, newDeep)
+	if r.Added != 0 || r.AlreadySeen != 1 || r.Rejected[RejectMaxDepth] != 1 {
+		t.Fatalf("add %+v, want the cached link seen and the new deep one rejected", r)
+	}
 }
 
 // BenchmarkSeenCache: the seen cache's share of a link check in the scale benchmark's mix:
