@@ -515,8 +515,8 @@ type op struct {
 // (seen + queued, delete + dead letter) is. It commits early when Badger's size limits near.
 // A transaction is opened when its first op comes, not after each commit: opening and
 // discarding one registers and retires a read mark with Badger's watermark goroutine (a
-// channel send that wakes it), and an Add that writes one URL paid for a transaction it
-// never used, some 4% of a mostly-seen link check's CPU (BENCHMARKS.md).
+// channel send that wakes it), and every Add that wrote paid for a second transaction it
+// never used.
 type batch struct {
 	db               *badger.DB
 	txn              *badger.Txn

@@ -44,7 +44,12 @@ type seenShard struct {
 const (
 	cacheURLBytes = 128
 	cacheMaxURL   = 512
+	// maxSeenCache caps the size, so that an arena's offsets fit a slot's uint32 (the
+	// conversion below fails to compile if they would not).
+	maxSeenCache = 1 << 26
 )
+
+var _ = uint32(maxSeenCache / 16 * cacheURLBytes)
 
 type cacheTable struct {
 	slots []cacheSlot // len a power of two, at least twice the generation's size
@@ -60,7 +65,7 @@ type cacheSlot struct {
 }
 
 func newSeenCache(size int) *seenCache {
-	c := &seenCache{per: max(size/16, 1), seed: maphash.MakeSeed()}
+	c := &seenCache{per: max(min(size, maxSeenCache)/16, 1), seed: maphash.MakeSeed()}
 	n := 4
 	for n < 2*c.per {
 		n *= 2

@@ -128,7 +128,8 @@ func TestAddCachedLinks(t *testing.T) {
 		t.Fatalf("stats %+v", s)
 	}
 	// A cached link is answered before the trap checks: met again past the depth limit,
-	// it counts as seen, not rejected, and is not queued either way. An uncached one past the limit is still rejected.
+	// it counts as seen, not rejected, and is not queued either way. An uncached one past
+	// the limit is still rejected.
 	deep := u("h.test", "/b")
 	deep.Depth = 17
 	newDeep := u("h.test", "/d")
