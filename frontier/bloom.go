@@ -126,8 +126,8 @@ func (f *Frontier) buildBloom(seen int) error {
 	// The seen index's runs come from the same scan (writers before the snapshot).
 	var ws []*idxWriter
 	if f.idx != nil {
-		for range bloomSubs {
-			w, err := f.idx.writer(8 << 10)
+		for i := range bloomSubs {
+			w, err := f.idx.writer(byte(i), 8<<10)
 			if err != nil {
 				for _, w := range ws {
 					w.abort()
@@ -282,7 +282,7 @@ func (f *Frontier) growSub(i byte) (err error) {
 	// the snapshot is taken (seenIndex.writer reads the drop count).
 	var w *idxWriter
 	if f.idx != nil {
-		if w, err = f.idx.writer(64 << 10); err != nil {
+		if w, err = f.idx.writer(i, 64<<10); err != nil {
 			f.log.Warn("seen index run not rebuilt", "sub", i, "err", err)
 			w, err = nil, nil
 			if !filter {

@@ -102,10 +102,10 @@ type Config struct {
 	// (the files are unlinked while open: nothing is left in the directory) and 8 bytes of
 	// memory per 227 URLs. Empty: every confirmation reads Badger.
 	SeenIndexDir string
-	// SeenIndexMapBytes: the seen index's files are memory-mapped while the whole index is
-	// at most this many bytes and read with pread beyond, so a large index's pages stay in
-	// the page cache instead of the process's resident set. Default
-	// DefaultSeenIndexMapBytes (128 MiB); negative: always pread.
+	// SeenIndexMapBytes: the seen index's files are memory-mapped up to this many bytes in
+	// all and read with pread beyond, so a large index's pages stay in the page cache
+	// instead of the process's resident set, and a lookup the mapped share holds costs no
+	// system call. Default DefaultSeenIndexMapBytes (128 MiB); negative: always pread.
 	SeenIndexMapBytes int64
 
 	// Prefetch is how many queued records per active host are kept in memory. Default 8.

@@ -29,9 +29,9 @@
 //     a hit); old ("cold") ones, with Config.SeenIndexDir, by the seen index
 //     (seenindex.go): per Bloom sub-filter a sorted file of the seen keys of one Badger
 //     snapshot, rebuilt with the sub-filter, read instead of a Badger point read (~16 us
-//     of CPU on on-disk tables): through a mapping while the whole index is within
-//     Config.SeenIndexMapBytes, with one pread beyond. Found there means found in Badger;
-//     not found there means "ask Badger". When most cache misses of recent calls turned
+//     of CPU on on-disk tables): through a mapping for the runs that fit in
+//     Config.SeenIndexMapBytes, with one pread for the others. Found there means found
+//     in Badger; not found there means "ask Badger". When most cache misses of recent calls turned
 //     out seen, the index is asked before the Bloom filter (Frontier.indexFirst).
 //   - Leases: a URL leaves its queue only in Done. Transient failures retry with
 //     exponential backoff and full jitter; the MaxAttempts-th failure parks the URL as a
@@ -58,9 +58,9 @@
 // partition the earliest retry due time; the Bloom filter (1.2-1.44 bytes per URL at 1%);
 // a bounded cache of recently seen URLs (SeenCacheSize); and, with a seen index, the
 // first key of each of its 4 KB blocks (8 bytes per 227 URLs, 3.5 MB at 100M URLs; the
-// index itself, 18 bytes a URL, is on disk: mapped while it is within SeenIndexMapBytes,
-// 128 MiB by default, its touched pages file-backed resident memory that the node's
-// trimmer drops; read with pread beyond, so page cache, not the process's resident set).
+// index itself, 18 bytes a URL, is on disk: mapped up to SeenIndexMapBytes in all, 128 MiB
+// by default, its touched pages file-backed resident memory that the node's trimmer
+// drops; the runs beyond read with pread, so page cache, not the process's resident set).
 //
 // Decisions where the design is silent:
 //   - Limits: 0 in Config means "the default", a negative value means "unlimited"

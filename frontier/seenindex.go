@@ -25,20 +25,25 @@ import (
 // sub-filter fixes byte 0), 8 bytes per 227 URLs: 3.5 MB at 100M URLs. A lookup is a
 // binary search of that array and a binary search of one block of the mapping.
 //
-// Mapped while the index is small, read with pread once it is large. A pread costs a
-// system call (1.6-4 us of CPU on this project's machines, the largest part of a cold
-// check); a mapped block that the page cache holds costs a memory read, or a minor fault
-// the first time. But the pages a lookup touched count in the process's file-backed
-// resident set, and cold checks touch a large index all over: at 90M URLs the 1.6 GB of
-// runs became resident within seconds and lifted RSS to 3 GB (BENCHMARKS.md, "Seen set at
-// scale"), faster than any trimming pass could drop them. So a run is mapped only while the
-// whole index, estimated as the run's size times the number of sub-filters, stays within
-// mapMax (Config.SeenIndexMapBytes, default DefaultSeenIndexMapBytes); a larger run keeps
-// its file open and each lookup reads its block with pread: the blocks stay in the page
-// cache, which the kernel may reclaim, and out of the process's resident set. The pages a
-// mapped run's lookups touched are dropped by trim (MADV_DONTNEED: they stay in the page
-// cache), which the node's badgermem.Trimmer calls when its table pass was not enough. A
-// disk error under a mapped page would be a SIGBUS: lookups run with
+// Mapped up to a byte budget, read with pread beyond it. A lookup read with pread costs a
+// system call (1-4 us of CPU on this project's machines, the largest part of a cold check);
+// a mapped block that the page cache holds costs a memory read, or a minor fault the first
+// time. But the pages a lookup touched count in the process's file-backed resident set, and
+// cold checks touch a large index all over: at 90M URLs the 1.6 GB of runs became resident
+// within seconds and lifted RSS to 3 GB (BENCHMARKS.md, "Seen set at scale"), faster than
+// any trimming pass could drop them. So the runs mapped at any time total at most mapMax
+// bytes (Config.SeenIndexMapBytes, default DefaultSeenIndexMapBytes): a run is mapped when
+// it fits in what the other runs' mappings leave (the run it replaces gives its share
+// back), else it keeps its file open and each lookup reads its block with pread: the blocks
+// stay in the page cache, which the kernel may reclaim, and out of the process's resident
+// set. Once the index outgrows the budget, the budget still serves the share of lookups it
+// holds (about mapMax over the index's size): at 10M URLs, 128 of 171 MiB mapped, the
+// index's lookups took 40% less CPU than with pread alone (BENCHMARKS.md, "Seen index
+// mapped up to its budget"). Runs are built and installed one at a time (at Open, then by
+// the one rebuild goroutine), so the choice in finish and the count in install cannot race.
+// The pages a mapped run's lookups touched are dropped by trim (MADV_DONTNEED: they stay in
+// the page cache), which the node's badgermem.Trimmer calls when its table pass was not
+// enough. A disk error under a mapped page would be a SIGBUS: lookups run with
 // debug.SetPanicOnFault and turn that fault into an error (Badger then answers, as for a
 // failed pread).
 //
@@ -56,7 +61,9 @@ import (
 // run's disk space (18 bytes a URL: 1.8 GB at 100M URLs) is freed when it is replaced.
 type seenIndex struct {
 	dir    string
-	mapMax int64         // runs are mapped while their size times bloomSubs is at most this
+	mapMax int64 // the installed runs' mappings total at most this many bytes
+	// mapped: the bytes of the installed runs' mappings (install keeps it).
+	mapped atomic.Int64
 	drops  atomic.Uint64 // DropPartition commits so far
 	// droppedAt: partition -> the drops count right after its last drop's commit.
 	// Replaced whole (copy on write) under dropMu; drops are rare.
@@ -113,11 +120,12 @@ const (
 )
 
 // DefaultSeenIndexMapBytes is Config.SeenIndexMapBytes's default: the seen index is
-// mapped up to about 7.5M seen URLs (18 bytes each), read with pread beyond.
+// mapped whole up to about 7.5M seen URLs (18 bytes each); beyond, runs totalling this
+// many bytes are mapped and the rest read with pread.
 const DefaultSeenIndexMapBytes = 128 << 20
 
-// newSeenIndex keeps runs in dir, mapped while the index is within mapMax bytes (negative:
-// never mapped).
+// newSeenIndex keeps runs in dir, mapped up to mapMax bytes in all (negative: never
+// mapped).
 func newSeenIndex(dir string, mapMax int64) *seenIndex {
 	ix := &seenIndex{dir: dir, mapMax: mapMax}
 	m := map[uint16]uint64{}
@@ -299,7 +307,29 @@ func (ix *seenIndex) install(i byte, r *idxRun) {
 	old := s.r
 	s.r = r
 	s.mu.Unlock()
+	ix.mapped.Add(r.mappedBytes() - old.mappedBytes())
 	old.unmap() // no lookup holds it: they read under RLock
+}
+
+// mappedBytes is the size of r's mapping (0 for none, or a run read with pread).
+func (r *idxRun) mappedBytes() int64 {
+	if r == nil {
+		return 0
+	}
+	return int64(len(r.m))
+}
+
+// mapRoom reports whether a run of size bytes for sub-filter i may be mapped: the other
+// runs' mappings and it stay within mapMax (the run now installed for i is replaced).
+func (ix *seenIndex) mapRoom(i byte, size int) bool {
+	if ix.mapMax < 0 {
+		return false
+	}
+	s := &ix.subs[i]
+	s.mu.RLock()
+	own := s.r.mappedBytes()
+	s.mu.RUnlock()
+	return ix.mapped.Load()-own+int64(size) <= ix.mapMax
 }
 
 // close drops every run (Frontier.Close, after the rebuild goroutine stopped).
@@ -325,23 +355,25 @@ func (ix *seenIndex) entries(i byte) int {
 
 // idxWriter writes one run from seen keys given in key order.
 type idxWriter struct {
-	f      *os.File
-	w      *bufio.Writer
-	n      int
-	first  []uint64
-	built  uint64
-	mapMax int64
+	ix    *seenIndex
+	sub   byte // the sub-filter whose run it writes
+	f     *os.File
+	w     *bufio.Writer
+	n     int
+	first []uint64
+	built uint64
 }
 
-// writer starts a run. Call it before the snapshot the run is read from is taken.
-func (ix *seenIndex) writer(bufSize int) (*idxWriter, error) {
+// writer starts sub-filter i's run. Call it before the snapshot the run is read from is
+// taken.
+func (ix *seenIndex) writer(i byte, bufSize int) (*idxWriter, error) {
 	built := ix.drops.Load()
 	f, err := os.CreateTemp(ix.dir, "seen-*.idx")
 	if err != nil {
 		return nil, err
 	}
 	_ = os.Remove(f.Name()) // anonymous from now on: gone at close or at a crash
-	return &idxWriter{f: f, w: bufio.NewWriterSize(f, bufSize), built: built, mapMax: ix.mapMax}, nil
+	return &idxWriter{ix: ix, sub: i, f: f, w: bufio.NewWriterSize(f, bufSize), built: built}, nil
 }
 
 var idxPad [idxBlock - idxPer*idxEntry]byte
@@ -359,8 +391,9 @@ func (w *idxWriter) add(k []byte) {
 	w.n++
 }
 
-// finish makes the run: mapped if the index stays within ix.mapMax (the file is closed;
-// the mapping keeps it), else the file stays open for pread.
+// finish makes the run: mapped if it fits in the mapping budget once it replaces its
+// sub-filter's run (the file is closed; the mapping keeps it), else the file stays open
+// for pread. Install it before the next run is finished.
 func (w *idxWriter) finish() (*idxRun, error) {
 	if err := w.w.Flush(); err != nil {
 		_ = w.f.Close()
@@ -372,7 +405,7 @@ func (w *idxWriter) finish() (*idxRun, error) {
 		_ = w.f.Close()
 		return r, nil
 	}
-	if w.mapMax < 0 || int64(size)*bloomSubs > w.mapMax {
+	if !w.ix.mapRoom(w.sub, size) {
 		r.f = w.f
 		return r, nil
 	}

@@ -167,19 +167,19 @@ func TestSeenIndexRuns(t *testing.T) {
 		copy(h[:], k[3:])
 		return k, h
 	}
-	const n = 1000 // 5 blocks: 18,196 bytes, 4.4 MiB for 256 such runs
+	const n = 1000 // 5 blocks: 18,196 bytes
 	for _, tc := range []struct {
 		name   string
 		mapMax int64
 		mapped bool
 	}{
 		{"mapped", DefaultSeenIndexMapBytes, true},
-		{"pread-over-limit", 4 << 20, false},
+		{"pread-over-limit", 16 << 10, false},
 		{"pread-always", -1, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ix := newSeenIndex(t.TempDir(), tc.mapMax)
-			w, err := ix.writer(4096)
+			w, err := ix.writer(7, 4096)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -262,6 +262,67 @@ func TestSeenIndexRuns(t *testing.T) {
 	}
 }
 
+// TestSeenIndexMapBudget: runs are mapped while the mappings installed total at most the
+// budget, a run replacing a mapped one counts without it, and a run that does not fit is
+// read with pread; every run answers either way.
+func TestSeenIndexMapBudget(t *testing.T) {
+	const blocks = idxBlock // a run of k full blocks maps k*idxBlock bytes
+	ix := newSeenIndex(t.TempDir(), 3*blocks)
+	defer ix.close()
+	build := func(sub byte, nblocks int) *idxRun {
+		t.Helper()
+		w, err := ix.writer(sub, 4096)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var k [19]byte
+		k[0], k[1], k[2], k[3] = famSeen, 0, 1, sub
+		for i := range nblocks * idxPer {
+			binary.BigEndian.PutUint64(k[4:], uint64(i)*2)
+			w.add(k[:])
+		}
+		r, err := w.finish()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ix.install(sub, r)
+		// Every key it holds is found.
+		for _, i := range []int{0, nblocks*idxPer/2 + 1, nblocks*idxPer - 1} {
+			var h [16]byte
+			h[0] = sub
+			binary.BigEndian.PutUint64(h[1:], uint64(i)*2)
+			if ok, err := ix.has(1, h); !ok || err != nil {
+				t.Fatalf("sub %d key %d: found %v, err %v", sub, i, ok, err)
+			}
+		}
+		return r
+	}
+	want := func(r *idxRun, mapped bool, total int64) {
+		t.Helper()
+		if (r.m != nil) != mapped || (r.f != nil) == mapped {
+			t.Fatalf("run mapped %v, file open %v; want mapped %v", r.m != nil, r.f != nil, mapped)
+		}
+		if got := ix.mapped.Load(); got != total {
+			t.Fatalf("mapped %d bytes in all, want %d", got, total)
+		}
+	}
+	want(build(1, 2), true, 2*blocks)
+	want(build(2, 2), false, 2*blocks) // 4 blocks would pass the budget
+	want(build(1, 3), true, 3*blocks)  // replaces its own 2: 3 fit
+	want(build(1, 4), false, 0)        // 4 do not fit even alone: its old mapping is gone
+	want(build(2, 3), true, 3*blocks)  // the room sub 1 gave back
+	want(build(3, 1), false, 3*blocks) // full
+	want(build(2, 1), true, 1*blocks)  // smaller
+	want(build(3, 2), true, 3*blocks)  // and the room it left
+	if got := ix.trim(); got != 3*blocks {
+		t.Fatalf("trim advised %d bytes, want %d", got, 3*blocks)
+	}
+	ix.close()
+	if got := ix.mapped.Load(); got != 0 {
+		t.Fatalf("mapped %d bytes after close", got)
+	}
+}
+
 // A run's lookup finds every key it holds and no other, whatever the keys' spread: a few
 // partitions of very different sizes (blocks spanning partition boundaries, where the
 // lookup's guess from the block's first prefixes is poor) and a cluster of keys sharing
@@ -300,7 +361,7 @@ func TestSeenIndexLookupAnySpread(t *testing.T) {
 	var ixs []*seenIndex
 	for _, mapMax := range []int64{DefaultSeenIndexMapBytes, -1} {
 		ix := newSeenIndex(t.TempDir(), mapMax)
-		w, err := ix.writer(1 << 16)
+		w, err := ix.writer(h0, 1<<16)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -394,9 +455,9 @@ func TestSeenIndexLookupAnySpread(t *testing.T) {
 	}
 }
 
-// BenchmarkSeenIndexPread: a cold confirmation's lookup in a run read with pread (as the
-// seen index is past DefaultSeenIndexMapBytes, about 7.5M URLs), its file in the page
-// cache: the window of idxWin entries around the guess against the whole 4 KiB block.
+// BenchmarkSeenIndexPread: a cold confirmation's lookup in a run read with pread (the
+// runs past DefaultSeenIndexMapBytes), its file in the page cache: the window of idxWin
+// entries around the guess against the whole 4 KiB block; and in the same run mapped.
 //
 //	go test -run '^$' -bench SeenIndexPread ./frontier/
 func BenchmarkSeenIndexPread(b *testing.B) {
@@ -414,7 +475,7 @@ func BenchmarkSeenIndexPread(b *testing.B) {
 	}
 	slices.SortFunc(keys, func(a, b [19]byte) int { return bytes.Compare(a[:], b[:]) })
 	ix := newSeenIndex(b.TempDir(), -1)
-	w, err := ix.writer(1 << 16)
+	w, err := ix.writer(h0, 1<<16)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -427,13 +488,31 @@ func BenchmarkSeenIndexPread(b *testing.B) {
 	}
 	ix.install(h0, run)
 	b.Cleanup(ix.close)
-	for _, whole := range []bool{false, true} {
-		name := "window"
-		if whole {
-			name = "block"
+	// The same run mapped (as the share of the index within SeenIndexMapBytes is): its
+	// pages resident after the first lookups touched them, a lookup a memory read.
+	mix := newSeenIndex(b.TempDir(), DefaultSeenIndexMapBytes)
+	if w, err = mix.writer(h0, 1<<16); err != nil {
+		b.Fatal(err)
+	}
+	for _, k := range keys {
+		w.add(k[:])
+	}
+	mrun, err := w.finish()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if mrun.m == nil {
+		b.Fatal("run not mapped")
+	}
+	mix.install(h0, mrun)
+	b.Cleanup(mix.close)
+	for _, name := range []string{"window", "block", "mapped"} {
+		ix := ix
+		if name == "mapped" {
+			ix = mix
 		}
 		b.Run(name, func(b *testing.B) {
-			ix.noWindow = whole
+			ix.noWindow = name == "block"
 			wide := ix.wideReads.Load()
 			i := 0
 			for b.Loop() {
