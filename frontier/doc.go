@@ -31,8 +31,9 @@
 //     snapshot, rebuilt with the sub-filter, read instead of a Badger point read (~16 us
 //     of CPU on on-disk tables): through a mapping for the runs that fit in
 //     Config.SeenIndexMapBytes, with one pread for the others. Found there means found
-//     in Badger; not found there means "ask Badger". When most cache misses of recent calls turned
-//     out seen, the index is asked before the Bloom filter (Frontier.indexFirst).
+//     in Badger; not found there means "ask Badger". When most cache misses of recent
+//     calls turned out seen, the index is asked before the Bloom filter
+//     (Frontier.indexFirst).
 //   - Leases: a URL leaves its queue only in Done. Transient failures retry with
 //     exponential backoff and full jitter; the MaxAttempts-th failure parks the URL as a
 //     dead letter with its last error. Retry-After (429/503) holds the whole host.

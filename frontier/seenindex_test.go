@@ -167,7 +167,7 @@ func TestSeenIndexRuns(t *testing.T) {
 		copy(h[:], k[3:])
 		return k, h
 	}
-	const n = 1000 // 5 blocks: 18,196 bytes
+	const n = 1000 // 5 blocks: 18,040 bytes (4 full ones and 92 entries)
 	for _, tc := range []struct {
 		name   string
 		mapMax int64
@@ -266,33 +266,32 @@ func TestSeenIndexRuns(t *testing.T) {
 // budget, a run replacing a mapped one counts without it, and a run that does not fit is
 // read with pread; every run answers either way.
 func TestSeenIndexMapBudget(t *testing.T) {
-	const blocks = idxBlock // a run of k full blocks maps k*idxBlock bytes
-	ix := newSeenIndex(t.TempDir(), 3*blocks)
+	const blk = idxBlock // a run of k full blocks maps k*blk bytes
+	ix := newSeenIndex(t.TempDir(), 3*blk)
 	defer ix.close()
+	hash := func(sub byte, i int) (h [16]byte) {
+		h[0] = sub
+		binary.BigEndian.PutUint64(h[1:], uint64(i)*2)
+		return h
+	}
 	build := func(sub byte, nblocks int) *idxRun {
 		t.Helper()
-		w, err := ix.writer(sub, 4096)
-		if err != nil {
-			t.Fatal(err)
+		keys := make([][19]byte, nblocks*idxPer)
+		for i := range keys {
+			h := hash(sub, i)
+			keys[i][0], keys[i][1], keys[i][2] = famSeen, 0, 1
+			copy(keys[i][3:], h[:])
 		}
-		var k [19]byte
-		k[0], k[1], k[2], k[3] = famSeen, 0, 1, sub
-		for i := range nblocks * idxPer {
-			binary.BigEndian.PutUint64(k[4:], uint64(i)*2)
-			w.add(k[:])
-		}
-		r, err := w.finish()
-		if err != nil {
-			t.Fatal(err)
-		}
-		ix.install(sub, r)
-		// Every key it holds is found.
-		for _, i := range []int{0, nblocks*idxPer/2 + 1, nblocks*idxPer - 1} {
-			var h [16]byte
-			h[0] = sub
-			binary.BigEndian.PutUint64(h[1:], uint64(i)*2)
+		r := installRun(t, ix, sub, keys)
+		// Every key it holds is found, and a key between two of them is not.
+		for _, i := range []int{0, len(keys)/2 + 1, len(keys) - 1} {
+			h := hash(sub, i)
 			if ok, err := ix.has(1, h); !ok || err != nil {
 				t.Fatalf("sub %d key %d: found %v, err %v", sub, i, ok, err)
+			}
+			h[8]++ // i*2+1
+			if ok, err := ix.has(1, h); ok || err != nil {
+				t.Fatalf("sub %d absent key %d: found %v, err %v", sub, i, ok, err)
 			}
 		}
 		return r
@@ -306,21 +305,40 @@ func TestSeenIndexMapBudget(t *testing.T) {
 			t.Fatalf("mapped %d bytes in all, want %d", got, total)
 		}
 	}
-	want(build(1, 2), true, 2*blocks)
-	want(build(2, 2), false, 2*blocks) // 4 blocks would pass the budget
-	want(build(1, 3), true, 3*blocks)  // replaces its own 2: 3 fit
-	want(build(1, 4), false, 0)        // 4 do not fit even alone: its old mapping is gone
-	want(build(2, 3), true, 3*blocks)  // the room sub 1 gave back
-	want(build(3, 1), false, 3*blocks) // full
-	want(build(2, 1), true, 1*blocks)  // smaller
-	want(build(3, 2), true, 3*blocks)  // and the room it left
-	if got := ix.trim(); got != 3*blocks {
-		t.Fatalf("trim advised %d bytes, want %d", got, 3*blocks)
+	want(build(1, 2), true, 2*blk)
+	want(build(2, 2), false, 2*blk) // 4 blocks would pass the budget
+	want(build(1, 3), true, 3*blk)  // replaces its own 2: 3 fit
+	want(build(1, 4), false, 0)     // 4 do not fit even alone: its old mapping is gone
+	want(build(2, 3), true, 3*blk)  // the room sub 1 gave back
+	want(build(3, 1), false, 3*blk) // full
+	want(build(2, 1), true, 1*blk)  // smaller
+	want(build(3, 2), true, 3*blk)  // and the room it left
+	if got := ix.trim(); got != 3*blk {
+		t.Fatalf("trim advised %d bytes, want %d", got, 3*blk)
 	}
 	ix.close()
 	if got := ix.mapped.Load(); got != 0 {
 		t.Fatalf("mapped %d bytes after close", got)
 	}
+}
+
+// installRun writes sub-filter sub's run of ix from keys (seen keys in key order),
+// installs it and returns it.
+func installRun(tb testing.TB, ix *seenIndex, sub byte, keys [][19]byte) *idxRun {
+	tb.Helper()
+	w, err := ix.writer(sub, 1<<16)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, k := range keys {
+		w.add(k[:])
+	}
+	r, err := w.finish()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ix.install(sub, r)
+	return r
 }
 
 // A run's lookup finds every key it holds and no other, whatever the keys' spread: a few
@@ -361,21 +379,10 @@ func TestSeenIndexLookupAnySpread(t *testing.T) {
 	var ixs []*seenIndex
 	for _, mapMax := range []int64{DefaultSeenIndexMapBytes, -1} {
 		ix := newSeenIndex(t.TempDir(), mapMax)
-		w, err := ix.writer(h0, 1<<16)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, k := range keys {
-			w.add(k[:])
-		}
-		r, err := w.finish()
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := installRun(t, ix, h0, keys)
 		if mapMax > 0 {
 			run = r // for blockSearch below
 		}
-		ix.install(h0, r)
 		defer ix.close()
 		ixs = append(ixs, ix)
 	}
@@ -475,36 +482,14 @@ func BenchmarkSeenIndexPread(b *testing.B) {
 	}
 	slices.SortFunc(keys, func(a, b [19]byte) int { return bytes.Compare(a[:], b[:]) })
 	ix := newSeenIndex(b.TempDir(), -1)
-	w, err := ix.writer(h0, 1<<16)
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, k := range keys {
-		w.add(k[:])
-	}
-	run, err := w.finish()
-	if err != nil {
-		b.Fatal(err)
-	}
-	ix.install(h0, run)
+	run := installRun(b, ix, h0, keys)
 	b.Cleanup(ix.close)
 	// The same run mapped (as the share of the index within SeenIndexMapBytes is): its
 	// pages resident after the first lookups touched them, a lookup a memory read.
 	mix := newSeenIndex(b.TempDir(), DefaultSeenIndexMapBytes)
-	if w, err = mix.writer(h0, 1<<16); err != nil {
-		b.Fatal(err)
-	}
-	for _, k := range keys {
-		w.add(k[:])
-	}
-	mrun, err := w.finish()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if mrun.m == nil {
+	if installRun(b, mix, h0, keys).m == nil {
 		b.Fatal("run not mapped")
 	}
-	mix.install(h0, mrun)
 	b.Cleanup(mix.close)
 	for _, name := range []string{"window", "block", "mapped"} {
 		ix := ix
