@@ -162,6 +162,9 @@ func (n *Node) committer(ctx context.Context, in <-chan pendingDone) {
 		}
 		n.rememberPayloads(payloads)
 		n.recordDone(ctx, cs)
+		n.stats.commitBatches.Add(1)
+		n.stats.commitLeases.Add(int64(len(cs)))
+		n.stats.commitLinks.Add(int64(len(links)))
 		n.stats.busy.Add(-int64(len(batch)))
 		for range batch {
 			<-n.unrecorded

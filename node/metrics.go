@@ -60,6 +60,9 @@ func newMetrics(n *Node) *metrics {
 	counter("robots_requests_total", "robots.txt fetches.", nil, func() float64 { return float64(st.robotsReq.Load()) })
 	counter("robots_disallowed_total", "URLs dropped because robots.txt disallows them.", nil, func() float64 { return float64(st.robotsDeny.Load()) })
 	counter("commit_retries_total", "Writes of the group commit (links, extract jobs, outcomes) that failed and were retried.", nil, func() float64 { return float64(st.commitRetries.Load()) })
+	counter("commit_batches_total", "Group commits: each writes the links of its leases in one frontier.Add and records the leases in one frontier.DoneBatch.", nil, func() float64 { return float64(st.commitBatches.Load()) })
+	counter("commit_leases_total", "Leases the group commits recorded (over commit_batches_total: leases a commit).", nil, func() float64 { return float64(st.commitLeases.Load()) })
+	counter("commit_links_total", "Links the group commits queued, local and forwarded (over commit_batches_total: links a frontier.Add).", nil, func() float64 { return float64(st.commitLinks.Load()) })
 	counter("fetched_bytes_total", "Response body bytes as received.", nil, func() float64 { return float64(st.bytes.Load()) })
 	revisits := "Revisits of fetched pages (--recrawl), by what they found."
 	counter("revisits_total", revisits, prometheus.Labels{"result": "not_modified"}, func() float64 { return float64(st.notModified.Load()) })

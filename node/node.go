@@ -755,6 +755,9 @@ type counters struct {
 	bytes      atomic.Int64
 	// commitRetries counts the committer's failed writes that it tried again.
 	commitRetries atomic.Int64
+	// commitBatches, commitLeases, commitLinks: the group commits, the leases they
+	// recorded and the links they queued (before routing): how much each commit shares.
+	commitBatches, commitLeases, commitLinks atomic.Int64
 	// revisits: fetches of pages seen before; of those, notModified answered 304,
 	// unchanged had the same body, changed a new version.
 	revisits, notModified, unchanged, changed atomic.Int64
