@@ -294,7 +294,8 @@ func BenchmarkSeenSetScale(b *testing.B) {
 	stream := make([]Candidate, 0, chunk*100)
 	checkRound := func(when string) (checksPerCPU float64) {
 		st0 := f.Stats()
-		var wall, cpu time.Duration
+		var wall, cpu, sys time.Duration
+		var minor, major int64
 		for k := 0; k < batches; k += chunk {
 			stream = stream[:0]
 			for range chunk {
@@ -307,6 +308,7 @@ func BenchmarkSeenSetScale(b *testing.B) {
 				stream = append(stream, Candidate{URL: url(next)})
 				next++
 			}
+			mi0, ma0, sys0 := faults()
 			start, cpu0 = time.Now(), cpuTime()
 			for links := range slices.Chunk(stream, 100) {
 				ar, err := f.Add(links)
@@ -317,6 +319,8 @@ func BenchmarkSeenSetScale(b *testing.B) {
 				res.AlreadySeen += ar.AlreadySeen
 			}
 			wall, cpu = wall+time.Since(start), cpu+cpuTime()-cpu0
+			mi1, ma1, sys1 := faults()
+			minor, major, sys = minor+mi1-mi0, major+ma1-ma0, sys+sys1-sys0
 		}
 		checks := batches * 100
 		b.Logf("mostly-seen checks, %s: %d links in %.2f s wall, %.2f s CPU: %.0f checks/s, %.0f checks per CPU-second",
@@ -324,6 +328,7 @@ func BenchmarkSeenSetScale(b *testing.B) {
 		st1 := f.Stats()
 		b.Logf("of them confirmed beyond the seen cache: %d (Bloom said maybe), %d by the seen index, %d Bloom false positives",
 			st1.BloomChecks-st0.BloomChecks, st1.SeenIndexHits-st0.SeenIndexHits, st1.BloomFalsePositives-st0.BloomFalsePositives)
+		b.Logf("the process meanwhile: %.2f s of its CPU in the kernel, %d minor and %d major page faults", sys.Seconds(), minor, major)
 		return float64(checks) / cpu.Seconds()
 	}
 	busyRate := checkRound("right after the adds")
