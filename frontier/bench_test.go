@@ -11,9 +11,13 @@ import (
 // cpuTime is the process's user+system CPU time: on a shared, loaded machine it says more
 // about cost per operation than wall time does (it includes Badger's own goroutines).
 func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	ru := rusage()
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func rusage() (ru syscall.Rusage) {
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return ru
 }
 
 // faults returns the process's minor and major page faults so far and its system CPU
@@ -21,8 +25,7 @@ func cpuTime() time.Duration {
 // a minor fault in the kernel on its next touch, which a CPU profile charges to the
 // instruction that touched it.
 func faults() (minor, major int64, sys time.Duration) {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	ru := rusage()
 	return ru.Minflt, ru.Majflt, time.Duration(ru.Stime.Nano())
 }
 
