@@ -1,9 +1,12 @@
 package frontier
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"reflect"
 	"runtime"
 	"runtime/debug"
@@ -57,7 +60,14 @@ import (
 //     (dropAllocPool), drain releases its allocators over 16 MiB every 100 ms
 //     (drainAllocPool); experiments;
 //   - CRAWLNODE_SCALE_HEAPPROFILE: a file to write a heap profile to when the adds end;
-//   - CRAWLNODE_SCALE_CPUPROFILE: a file to write a CPU profile of the checks to.
+//   - CRAWLNODE_SCALE_CPUPROFILE: a file to write a CPU profile of the checks to;
+//   - CRAWLNODE_SCALE_DIR: keep Badger's directory there (under badger/, with a file held/
+//     that says how many of the benchmark's URLs it holds) instead of a temporary one. When
+//     it already holds URLs, the adds are skipped: the frontier is opened on it (the Bloom
+//     filter and the seen index rebuilt from its keys, as at a node's restart) and the
+//     checks run against what it holds, whatever CRAWLNODE_SCALE_URLS says; the checks'
+//     new URLs are added to it and counted in held. So the checks of several binaries can
+//     be compared at 100M URLs without an hour of adds before each.
 //
 // Each row: URLs held; the resident set as ps shows it (VmRSS, no forced GC), split into
 // anonymous memory and file-backed pages (Badger's mmapped tables and memtable files, the
@@ -103,7 +113,14 @@ func BenchmarkSeenSetScale(b *testing.B) {
 	}
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
 	badgermem.SetGoMemoryLimit() // as the crawlnode binary does
-	opts, err := scaleBadgerOptions(badgermem.Options(b.TempDir()), os.Getenv("CRAWLNODE_SCALE_BADGER"))
+	dbDir, held, heldHosts, saveHeld, err := scaleDir(b, os.Getenv("CRAWLNODE_SCALE_DIR"), hosts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if held > 0 {
+		hosts = heldHosts // url reads it: the URLs held are spread over these
+	}
+	opts, err := scaleBadgerOptions(badgermem.Options(dbDir), os.Getenv("CRAWLNODE_SCALE_BADGER"))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -140,6 +157,7 @@ func BenchmarkSeenSetScale(b *testing.B) {
 		defer trim.Stop()
 	}
 	seenMap := envInt("CRAWLNODE_SCALE_SEEN_MAP", 0, -1)
+	opened := time.Now()
 	f, err := Open(Config{DB: db, DefaultDelaySet: true, MaxPagesPerHost: -1, GeneratedBudget: -1,
 		SeenIndexDir: b.TempDir(), SeenIndexMapBytes: int64(seenMap)}) // as a node has
 	if err != nil {
@@ -148,6 +166,13 @@ func BenchmarkSeenSetScale(b *testing.B) {
 	defer f.Close()
 	if trim != nil {
 		trim.Also(f.TrimSeenIndex)
+	}
+	if held > 0 {
+		if st := f.Stats(); st.Seen != held {
+			b.Fatalf("CRAWLNODE_SCALE_DIR holds %d seen URLs, its held file says %d", st.Seen, held)
+		}
+		n = held
+		b.Logf("reopened %s with %d URLs in %.1f s (Bloom filter and seen index rebuilt): no adds", dbDir, n, time.Since(opened).Seconds())
 	}
 
 	// Peaks of the split, sampled.
@@ -199,7 +224,7 @@ func BenchmarkSeenSetScale(b *testing.B) {
 	start, cpu0 := time.Now(), cpuTime()
 	lastT, lastCPU, lastN := start, cpu0, 0
 	added := 0
-	for i := 0; i < n; i++ {
+	for i := 0; i < n && held == 0; i++ {
 		batch = append(batch, Candidate{URL: url(i), Depth: i % 5})
 		if len(batch) < cap(batch) && i < n-1 && (i+1)%step != 0 {
 			continue
@@ -232,7 +257,12 @@ func BenchmarkSeenSetScale(b *testing.B) {
 			break
 		}
 	}
-	n = added
+	if held == 0 {
+		n = added
+		if err := saveHeld(n); err != nil {
+			b.Fatal(err)
+		}
+	}
 	addWall, addCPU := time.Since(start), cpuTime()-cpu0
 	if path := os.Getenv("CRAWLNODE_SCALE_HEAPPROFILE"); path != "" {
 		if err := writeHeapProfile(path); err != nil {
@@ -240,8 +270,10 @@ func BenchmarkSeenSetScale(b *testing.B) {
 		}
 	}
 	st := f.Stats()
-	b.Logf("added %d URLs in %.1f s (%.0f URLs/s, %.0f per CPU-second); seen %d, queued %d",
-		n, addWall.Seconds(), float64(n)/addWall.Seconds(), float64(n)/addCPU.Seconds(), st.Seen, st.Queued)
+	if held == 0 {
+		b.Logf("added %d URLs in %.1f s (%.0f URLs/s, %.0f per CPU-second); seen %d, queued %d",
+			n, addWall.Seconds(), float64(n)/addWall.Seconds(), float64(n)/addCPU.Seconds(), st.Seen, st.Queued)
+	}
 	b.Logf("Bloom: %d bytes for %d URLs = %.3f bytes/URL, fill %.3f; largest after any Add past ExpectedURLs (%d): %.3f bytes/URL at %d URLs",
 		st.BloomBytes, st.Seen, float64(st.BloomBytes)/float64(st.Seen), st.BloomFill, f.cfg.ExpectedURLs, maxBloom, maxBloomAt)
 	if trim != nil {
@@ -331,7 +363,11 @@ func BenchmarkSeenSetScale(b *testing.B) {
 		b.Logf("the process meanwhile: %.2f s of its CPU in the kernel, %d minor and %d major page faults", sys.Seconds(), minor, major)
 		return float64(checks) / cpu.Seconds()
 	}
-	busyRate := checkRound("right after the adds")
+	when := "right after the adds"
+	if held > 0 {
+		when = "right after the reopen"
+	}
+	busyRate := checkRound(when)
 	// Idle: no Badger level due for compaction and under 5% of a core over the last
 	// second (one quiet second alone ended the wait at 100M with a compaction still to
 	// come, and the round counted it: 30% of its profile).
@@ -355,6 +391,12 @@ func BenchmarkSeenSetScale(b *testing.B) {
 	b.Logf("waited %.1f s for the process to idle (Badger's compactions); levels still due: %v", time.Since(settle).Seconds(), due())
 	idleRate := checkRound("the process idle")
 	b.Logf("checks over both rounds: added %d, already seen %d", res.Added, res.AlreadySeen)
+	if res.Added != next-n {
+		b.Errorf("the checks added %d URLs, want their %d new ones", res.Added, next-n)
+	}
+	if err := saveHeld(next); err != nil {
+		b.Fatal(err)
+	}
 	row(n+res.Added, 0, 0)
 	stopSampling()
 	b.Logf("peak over the run: RSS (VmHWM) %.0f MiB, anonymous %.0f MiB, file-backed %.0f MiB, live Go heap %.0f MiB (sampled every 100 ms)",
@@ -365,6 +407,36 @@ func BenchmarkSeenSetScale(b *testing.B) {
 	b.ReportMetric(busyRate, "checks/cpu-s")
 	b.ReportMetric(idleRate, "idle-checks/cpu-s")
 	b.ReportMetric(float64(n)/addWall.Seconds(), "adds/s")
+}
+
+// scaleDir is CRAWLNODE_SCALE_DIR's Badger directory, the URLs it holds and the hosts they
+// are spread over (held 0: none yet, or no such directory: a temporary one), and a function
+// that records how many it holds over hosts.
+func scaleDir(b *testing.B, dir string, hosts int) (dbDir string, held, heldHosts int, save func(int) error, err error) {
+	if dir == "" {
+		return b.TempDir(), 0, 0, func(int) error { return nil }, nil
+	}
+	heldFile := filepath.Join(dir, "held")
+	save = func(n int) error {
+		return os.WriteFile(heldFile, []byte(strconv.Itoa(n)+" "+strconv.Itoa(hosts)+"\n"), 0o644)
+	}
+	dbDir = filepath.Join(dir, "badger")
+	data, err := os.ReadFile(heldFile)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		// A directory from an interrupted run holds URLs no count knows.
+		if ents, _ := os.ReadDir(dbDir); len(ents) > 0 {
+			return "", 0, 0, nil, fmt.Errorf("CRAWLNODE_SCALE_DIR: %s is not empty but %s is missing (an interrupted run?)", dbDir, heldFile)
+		}
+		return dbDir, 0, 0, save, os.MkdirAll(dbDir, 0o755)
+	case err != nil:
+		return "", 0, 0, nil, err
+	}
+	if _, err := fmt.Sscanf(string(data), "%d %d", &held, &heldHosts); err != nil || held < 1 || heldHosts < 1 {
+		return "", 0, 0, nil, fmt.Errorf("CRAWLNODE_SCALE_DIR: %s: %q is not a count of URLs and hosts", heldFile, data)
+	}
+	hosts = heldHosts
+	return dbDir, held, heldHosts, save, nil
 }
 
 // every calls fn every d in a goroutine until the returned stop is called; stop waits for
