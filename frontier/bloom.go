@@ -1,9 +1,11 @@
 package frontier
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/bits-and-blooms/bloom/v3"
 	"github.com/dgraph-io/badger/v4"
@@ -12,14 +14,19 @@ import (
 // The seen set's Bloom filter is split by the first byte of the URL hash into bloomSubs
 // independent filters. A test or an add touches exactly one of them (the same k probes as
 // one big filter), and each grows on its own: when a sub-filter holds more URLs than it was
-// sized for, a background goroutine rebuilds it from the Badger seen keys whose hash starts
-// with its byte, sized for bloomGrowth times its count. So
+// sized for, a background goroutine rebuilds it, sized for bloomGrowth times its count. So
 //   - memory stays close to what the false-positive rate needs: right after a growth a
 //     sub-filter has 1.2 x 1.198 = 1.44 bytes per URL it holds (at 1%), just before the
 //     next one 1.198; there is no 2x step;
-//   - a rebuild reads 1/256 of the seen keys and holds old and new copies of 1/256 of the
-//     filter at once, and holds no lock while it reads Badger (see growSub for why no URL
-//     added meanwhile can be missed).
+//   - a rebuild holds old and new copies of 1/256 of the filter at once, and holds no lock
+//     while it reads (see growSub for why no URL added meanwhile can be missed).
+//
+// A rebuild reads the sub-filter's keys from the Badger seen keys whose hash starts with
+// its byte (a scan), or, with a seen index, from the sub-filter's run merged with the log
+// of the keys added since the run's snapshot (bloomSub.pend): the same keys, read in
+// sequence from one file instead of through Badger's merge iterator and 271 seeks. The
+// scan is left for what a merge cannot trust: the first build at Open, a log that was
+// dropped or a run write that failed, and a partition dropped since the run's snapshot.
 const (
 	bloomSubs   = 256
 	bloomGrowth = 1.2
@@ -44,14 +51,22 @@ type bloomSub struct {
 	bf  *bloom.BloomFilter
 	cap uint // URLs it was sized for
 	n   uint // URLs added since it was built (dropped partitions' URLs stay counted)
-	// rebuilding: a rebuild has started; every hash added meanwhile is logged too, and
+	// rebuilding: a rebuild has started; every key added meanwhile is logged in pend, and
 	// replayed into the new filter before it replaces bf.
 	rebuilding bool
-	log        [][16]byte
 	due        bool // overdue: waiting for the rebuild goroutine
 	// With a seen index: runN is the size of the sub-filter's run, fresh the URLs added
 	// since its snapshot (an upper bound).
 	runN, fresh uint
+	// pend logs the keys (partition and hash, as in a run) added since the current run's
+	// snapshot began (the log of the rebuild that made it, then every add), for the next
+	// rebuild to merge with the run. Without a seen index it logs only during a rebuild.
+	// Between rebuilds it holds at most pendMax keys: past that (the rebuild goroutine far
+	// behind) it is dropped and pendLost set, and the next rebuild scans Badger. In all
+	// about 18 bytes for each of the URLs the runs miss: at most 1/idxStale of the seen
+	// set, 28 MB at 100M URLs, about half that on average.
+	pend     [][idxEntry]byte
+	pendLost bool
 }
 
 func newSeenBloom(expected uint, fp float64) *seenBloom {
@@ -65,14 +80,18 @@ func (sb *seenBloom) size(n uint) uint {
 
 func (sb *seenBloom) test(h [16]byte) bool { return sb.subs[h[0]].bf.Test(h[:]) }
 
-// add records a committed seen key. The caller holds bloomMu for writing, and adds only
-// hashes whose Badger commit has returned (growSub relies on that order).
-func (sb *seenBloom) add(h [16]byte) {
+// add records a committed seen key of partition part. The caller holds bloomMu for writing,
+// and adds only hashes whose Badger commit has returned (growSub relies on that order).
+func (sb *seenBloom) add(part uint16, h [16]byte) {
 	s := &sb.subs[h[0]]
 	s.bf.Add(h[:])
 	s.n++
-	if s.rebuilding {
-		s.log = append(s.log, h)
+	if s.rebuilding || sb.idxMin > 0 && !s.pendLost {
+		if !s.rebuilding && len(s.pend) >= sb.pendMax(s) {
+			s.pend, s.pendLost = nil, true
+		} else {
+			s.pend = append(s.pend, idxKey(part, h))
+		}
 	}
 	s.fresh++
 	if !s.due && sb.overdue(s) {
@@ -80,6 +99,15 @@ func (sb *seenBloom) add(h [16]byte) {
 		sb.wake()
 	}
 }
+
+// pendMax bounds a sub-filter's log between rebuilds: twice what makes its run due, and
+// pendSlack more (the rebuild goroutine serves 256 sub-filters one at a time, and small
+// ones fill their logs in a moment).
+func (sb *seenBloom) pendMax(s *bloomSub) int {
+	return 2*int(max(s.runN/idxStale, sb.idxMin)) + pendSlack
+}
+
+const pendSlack = 1024
 
 // overdue: the sub-filter holds more URLs than it was sized for, or (with a seen index)
 // its run misses more than max(1/idxStale of its size, idxMin) of them.
@@ -144,7 +172,7 @@ func (f *Frontier) buildBloom(seen int) error {
 		for it.Rewind(); it.Valid(); it.Next() {
 			if k := it.Item().Key(); len(k) == 19 {
 				copy(h[:], k[3:])
-				sb.add(h)
+				sb.add(uint16(k[1])<<8|uint16(k[2]), h) // not logged: no run is installed yet
 				if ws != nil {
 					ws[k[3]].add(k)
 				}
@@ -243,29 +271,41 @@ func (f *Frontier) stopBloom() {
 
 var errBloomStopped = errors.New("frontier: bloom rebuild stopped")
 
-// growSub rebuilds sub-filter i from the seen keys whose hash starts with byte i, sized for
-// bloomGrowth times its count, and its seen-index run from the same scan, without holding
-// any lock while it reads Badger; when the filter still has room and only the run is
-// stale, the run alone (the filter is not rebuilt, and not touched). No URL is
-// lost: logging starts (under bloomMu) before the read snapshot is taken, and every add
-// reaches the filter only after its Badger commit returned. So a seen key either was added
-// before logging started, its commit is older and the snapshot has it, or it was added
-// after and the log has it; the log is replayed into the new filter, under bloomMu, before
-// the new filter replaces the old one. Tests meanwhile use the old filter, which has all.
+// growSub rebuilds sub-filter i, sized for bloomGrowth times its count, and its seen-index
+// run, without holding any lock while it reads; when the filter still has room and only the
+// run is stale, the run alone (the filter is not rebuilt, and not touched).
+//
+// The keys come from the run merged with the log of keys added since the run's snapshot
+// (mergeKeys), or from a scan of Badger's seen keys (scanKeys) where a merge cannot be
+// trusted: no run, a log dropped or lost to a failed run write, a partition dropped since
+// the run's snapshot (the run still holds its keys, which Badger no longer has; a scanned
+// run starts trusted again). Either way no URL is lost: a new log starts (under bloomMu)
+// before the read begins, and every add reaches the filter only after its Badger commit
+// returned. So a seen key either was added before the new log started, and then is in the
+// snapshot a scan reads or in the old run or the old log a merge reads, or was added after
+// and the new log has it; the new log is replayed into the new filter, under bloomMu,
+// before the new filter replaces the old one, and stays as the log of the new run. Tests
+// meanwhile use the old filter, which has all. A merged run holds only committed keys, as
+// its parts do; it keeps the old run's snapshot mark (built), so a partition dropped since
+// is not trusted in it either.
 func (f *Frontier) growSub(i byte) (err error) {
 	sb := f.bloom
 	s := &sb.subs[i]
 	f.bloomMu.Lock()
 	filter := s.n > s.cap || f.idx == nil
-	s.rebuilding, s.log = filter, nil
+	prev, lost := s.pend, s.pendLost
+	s.pend, s.pendLost, s.rebuilding = nil, false, true
 	n0 := s.n
 	size := sb.size(s.n)
 	runN := s.runN
 	f.bloomMu.Unlock()
 	defer func() {
 		if err != nil {
+			// The old run stays, and what the old log held is in neither it nor the new
+			// log: the next rebuild scans.
 			f.bloomMu.Lock()
-			s.rebuilding, s.log = false, nil
+			s.rebuilding = false
+			s.pend, s.pendLost = nil, f.idx != nil
 			f.bloomMu.Unlock()
 		}
 	}()
@@ -277,17 +317,24 @@ func (f *Frontier) growSub(i byte) (err error) {
 	if filter {
 		nf = bloom.NewWithEstimates(size, sb.fp)
 	}
-	var n uint
-	// The sub-filter's seen-index run comes from the same scan; its writer is made before
-	// the snapshot is taken (seenIndex.writer reads the drop count).
+	var old *idxRun // only this goroutine installs runs: it stays open while read below
+	if f.idx != nil {
+		old = f.idx.run(i)
+	}
+	merge := old != nil && !lost && f.idx.drops.Load() == old.built
+	// The sub-filter's seen-index run comes from the same read; its writer is made before
+	// a scan's snapshot is taken (seenIndex.writer reads the drop count).
 	var w *idxWriter
 	if f.idx != nil {
 		if w, err = f.idx.writer(i, 64<<10); err != nil {
 			f.log.Warn("seen index run not rebuilt", "sub", i, "err", err)
 			w, err = nil, nil
 			if !filter {
-				// Nothing to rebuild: tried again once as many URLs were added again.
+				// Nothing to rebuild: tried again once as many URLs were added again,
+				// with a scan (the old log is gone).
 				f.bloomMu.Lock()
+				s.rebuilding = false
+				s.pend, s.pendLost = nil, true
 				s.fresh, s.due = 0, sb.overdue(s)
 				f.bloomMu.Unlock()
 				return nil
@@ -300,10 +347,79 @@ func (f *Frontier) growSub(i byte) (err error) {
 			}()
 		}
 	}
+	emit := func(e []byte) {
+		if nf != nil {
+			nf.Add(e[2:])
+		}
+		if w != nil {
+			w.addEntry(e)
+		}
+	}
+	var n uint
+	if merge {
+		if w != nil {
+			w.built = old.built // the merged run is as old as the oldest snapshot in it
+		}
+		n, err = f.mergeKeys(old, prev, emit)
+		f.idx.merges.Add(1)
+	} else {
+		n, err = f.scanKeys(i, emit)
+		if f.idx != nil {
+			f.idx.scans.Add(1)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	prev = nil
+	if f.bloomHook != nil {
+		f.bloomHook("scanned", i)
+	}
+	runOK := w != nil
+	if w != nil {
+		run, werr := w.finish()
+		w = nil
+		if werr != nil {
+			f.log.Warn("seen index run not rebuilt", "sub", i, "err", werr)
+			runOK = false
+		} else {
+			f.idx.install(i, run)
+			runN = uint(run.n)
+		}
+	}
+	f.bloomMu.Lock()
+	added := s.n - n0 // the URLs added since the rebuild began: all in the new log
+	if filter {
+		for _, e := range s.pend {
+			nf.Add(e[2:])
+		}
+		// A hash both read and in the log counts twice: n only ever overcounts.
+		n += added
+		s.bf, s.cap, s.n = nf, size, n
+	}
+	// A run not rebuilt (write error) keeps its old one and is tried again once as many
+	// URLs were added again (no retry loop on a failing disk), with a scan: the old log
+	// it missed is gone.
+	s.runN, s.fresh = runN, added
+	if f.idx == nil {
+		s.pend = nil
+	} else if !runOK {
+		s.pend, s.pendLost = nil, true
+	}
+	s.rebuilding = false
+	s.due = sb.overdue(s) // the worker loops on to it
+	f.bloomMu.Unlock()
+	return nil
+}
+
+// scanKeys passes emit every seen key of sub-filter i (partition and hash) from one Badger
+// snapshot, and returns how many.
+func (f *Frontier) scanKeys(i byte, emit func(e []byte)) (uint, error) {
 	txn := f.db.NewTransaction(false)
 	defer txn.Discard()
 	it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{famSeen}})
 	defer it.Close()
+	var n uint
 	// Skip-scan: within each partition (s key = famSeen, 2-byte partition, 16-byte hash)
 	// the keys of sub-filter i are one run; seek to each partition's run in turn.
 	seek := []byte{famSeen, 0, 0, i}
@@ -329,52 +445,56 @@ scan:
 			it.Seek(seek)
 			continue
 		}
-		if nf != nil {
-			nf.Add(k[3:])
-		}
-		if w != nil {
-			w.add(k)
-		}
+		emit(k[1:])
 		n++
-		if n%4096 == 0 {
-			select {
-			case <-f.bloomStop:
-				return errBloomStopped
-			default:
-			}
+		if n%4096 == 0 && f.bloomStopped() {
+			return n, errBloomStopped
 		}
 		it.Next()
 	}
-	if f.bloomHook != nil {
-		f.bloomHook("scanned", i)
+	return n, nil
+}
+
+// mergeKeys passes emit the union of run's keys and log's (sorted here), in key order,
+// each once, and returns how many.
+func (f *Frontier) mergeKeys(run *idxRun, log [][idxEntry]byte, emit func(e []byte)) (uint, error) {
+	slices.SortFunc(log, func(a, b [idxEntry]byte) int { return bytes.Compare(a[:], b[:]) })
+	var n uint
+	out := func(e []byte) {
+		emit(e)
+		n++
 	}
-	if w != nil {
-		run, werr := w.finish()
-		w = nil
-		if werr != nil {
-			f.log.Warn("seen index run not rebuilt", "sub", i, "err", werr)
-		} else {
-			f.idx.install(i, run)
-			runN = uint(run.n)
+	j := 0
+	err := run.each(func(e []byte) error {
+		for ; j < len(log) && bytes.Compare(log[j][:], e) < 0; j++ {
+			if j == 0 || log[j] != log[j-1] {
+				out(log[j][:])
+			}
+		}
+		for ; j < len(log) && bytes.Equal(log[j][:], e); j++ {
+		}
+		out(e)
+		if n%4096 == 0 && f.bloomStopped() {
+			return errBloomStopped
+		}
+		return nil
+	})
+	if err != nil {
+		return n, err
+	}
+	for ; j < len(log); j++ {
+		if j == 0 || log[j] != log[j-1] {
+			out(log[j][:])
 		}
 	}
-	f.bloomMu.Lock()
-	if filter {
-		for _, h := range s.log {
-			nf.Add(h[:])
-		}
-		// A hash both in the snapshot and in the log counts twice: n only ever overcounts.
-		n += uint(len(s.log))
-		s.bf, s.cap, s.n = nf, size, n
-		// A run not rebuilt (write error) keeps its old one and is tried again once as
-		// many URLs were added again (no retry loop on a failing disk).
-		s.runN, s.fresh = runN, uint(len(s.log))
-	} else {
-		// The URLs added since the rebuild began: an upper bound of those the run misses.
-		s.runN, s.fresh = runN, s.n-n0
+	return n, nil
+}
+
+func (f *Frontier) bloomStopped() bool {
+	select {
+	case <-f.bloomStop:
+		return true
+	default:
+		return false
 	}
-	s.rebuilding, s.log = false, nil
-	s.due = sb.overdue(s) // the worker loops on to it
-	f.bloomMu.Unlock()
-	return nil
 }

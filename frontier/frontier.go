@@ -886,7 +886,7 @@ func (f *Frontier) Add(cands []Candidate) (AddResult, error) {
 	}
 	f.bloomMu.Lock()
 	for _, it := range accepted[:done] {
-		f.bloom.add(it.hash)
+		f.bloom.add(it.part, it.hash)
 		f.cache.add(it.c.URL)
 	}
 	f.bloomMu.Unlock()

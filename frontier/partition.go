@@ -811,7 +811,7 @@ func (im *importer) apply(chunk []rawRec) error {
 	f.bloomMu.Lock()
 	for _, g := range done {
 		if g.eff.seenNew {
-			f.bloom.add(g.eff.hash) // (not cached: an import's URLs are not links met just now)
+			f.bloom.add(im.p, g.eff.hash) // (not cached: an import's URLs are not links met just now)
 		}
 	}
 	f.bloomMu.Unlock()

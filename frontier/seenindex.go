@@ -53,9 +53,12 @@ import (
 // partition. A hash not in a run is never called new from the run: the caller asks Badger,
 // so keys added after the run was built are still found. Runs are rebuilt by growSub: at
 // Open for all, with their sub-filter whenever it grows, and alone whenever a 1/idxStale
-// of the run's size was added since it was built (at most about 1/33 of a sub-filter's
+// of the run's size was added since it was built (at most about 1/65 of a sub-filter's
 // keys are missing from its run, plus those added since the last rebuild started), so in
-// a long crawl nearly every cold link is answered by the index.
+// a long crawl nearly every cold link is answered by the index. A rebuild after Open
+// merges the old run with the log of keys added since (bloomSub.pend; bloom.go): a
+// sequential read and write of the run, where a scan of Badger's keys cost about a
+// microsecond a key.
 //
 // Files are unlinked right after they are created: a crash leaves nothing behind, and a
 // run's disk space (18 bytes a URL: 1.8 GB at 100M URLs) is freed when it is replaced.
@@ -74,6 +77,9 @@ type seenIndex struct {
 	// read the whole block (tests).
 	wideReads atomic.Int64
 	noWindow  bool // pread lookups read whole blocks (benchmarks: the window's gain)
+	// merges and scans count growSub's rebuilds by where they read the keys (tests,
+	// benchmarks).
+	merges, scans atomic.Int64
 }
 
 type idxSub struct {
@@ -112,10 +118,12 @@ const (
 	// idxMinStale) URLs were added to the sub-filter since the run was built. A cold
 	// link newer than its run costs a Badger read: at 100M URLs, with 1/8, 4.4% of the
 	// confirmations went to Badger and took 18% of the checks' CPU against the seen
-	// index's 24% for the other 95.6% (BENCHMARKS.md, "Seen set at scale"). A rebuild of
-	// the run alone (the filter has room) is a scan of the sub-filter's keys and a
-	// sequential write of 18 bytes each.
-	idxStale    = 32
+	// index's 24% for the other 95.6% (BENCHMARKS.md, "Seen set at scale"). A rebuild
+	// merges the run with the keys logged since (a sequential read and write of 18 bytes
+	// a key), so a new URL costs idxStale keys merged, and a cold link a Badger read with
+	// a chance of about 1/(2 idxStale): with a fifth of the links cold for every new one,
+	// 64 costs less than 32 or 128 would, and the logs hold half what they held at 32.
+	idxStale    = 64
 	idxMinStale = 1024
 )
 
@@ -342,6 +350,69 @@ func (ix *seenIndex) close() {
 	}
 }
 
+// run is sub-filter i's run (nil without one).
+func (ix *seenIndex) run(i byte) *idxRun {
+	s := &ix.subs[i]
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.r
+}
+
+// idxKey is the run entry of the seen key of hash h in partition part.
+func idxKey(part uint16, h [16]byte) (e [idxEntry]byte) {
+	e[0], e[1] = byte(part>>8), byte(part)
+	copy(e[2:], h[:])
+	return e
+}
+
+// each passes fn the run's entries in order, reading the file in chunks of idxChunk bytes
+// (or the mapping), until fn returns an error, which each returns. The run must stay
+// installed meanwhile (the rebuild goroutine, the only one that replaces runs, reads it).
+// A fault reading the mapping (a disk error under it) is an error.
+func (r *idxRun) each(fn func(e []byte) error) (err error) {
+	if r.n == 0 {
+		return nil
+	}
+	size := ((r.n-1)/idxPer)*idxBlock + ((r.n-1)%idxPer+1)*idxEntry // the file's end: no pad after its last block
+	if r.m != nil {
+		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+		defer func() {
+			if v := recover(); v != nil {
+				err = fmt.Errorf("seen index: fault reading the mapping: %v", v)
+			}
+		}()
+		return eachEntry(r.m[:size], fn)
+	}
+	buf := make([]byte, idxChunk)
+	for off := 0; off < size; off += idxChunk {
+		chunk := buf[:min(idxChunk, size-off)]
+		if _, err := r.f.ReadAt(chunk, int64(off)); err != nil {
+			return fmt.Errorf("seen index: read: %w", err)
+		}
+		if err := eachEntry(chunk, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// idxChunk is how much of a run each reads at a time: 16 blocks.
+const idxChunk = 16 * idxBlock
+
+// eachEntry passes fn the entries of whole blocks (the last one may be cut after its last
+// entry).
+func eachEntry(blks []byte, fn func(e []byte) error) error {
+	for b := 0; b < len(blks); b += idxBlock {
+		blk := blks[b:min(b+idxPer*idxEntry, len(blks))]
+		for i := 0; i+idxEntry <= len(blk); i += idxEntry {
+			if err := fn(blk[i : i+idxEntry]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // entries is the size of sub-filter i's run (0 without one).
 func (ix *seenIndex) entries(i byte) int {
 	s := &ix.subs[i]
@@ -379,8 +450,10 @@ func (ix *seenIndex) writer(i byte, bufSize int) (*idxWriter, error) {
 var idxPad [idxBlock - idxPer*idxEntry]byte
 
 // add appends the seen key k (famSeen, partition, hash: 19 bytes).
-func (w *idxWriter) add(k []byte) {
-	e := k[1:19]
+func (w *idxWriter) add(k []byte) { w.addEntry(k[1:19]) }
+
+// addEntry appends the entry e (partition, hash: idxEntry bytes).
+func (w *idxWriter) addEntry(e []byte) {
 	if w.n%idxPer == 0 {
 		if w.n > 0 {
 			_, _ = w.w.Write(idxPad[:])

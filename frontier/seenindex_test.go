@@ -9,6 +9,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/bits-and-blooms/bloom/v3"
@@ -602,5 +604,235 @@ func TestSeenShareFollowsTheMix(t *testing.T) {
 	}
 	if s := f.seenShare.Load(); s > indexFirstShare {
 		t.Fatalf("seen share %d/%d after all-new calls, want at most %d", s, 1<<15, indexFirstShare)
+	}
+}
+
+// Rebuilds after Open merge each run with the log of keys added since its snapshot (the
+// sub-filters growing too, and URLs added inside both windows of each rebuild), and what
+// they make is what a scan would: every run holds only committed keys, each once, every
+// committed key is in its sub-filter's run or in its log (so in the run after its next
+// rebuild), and the Bloom filter has every one. Only the sub-filters whose logs were
+// marked lost scan Badger, once each: nothing was dropped.
+func TestSeenIndexMergedRebuilds(t *testing.T) {
+	for _, mapped := range []bool{true, false} {
+		t.Run(fmt.Sprintf("mapped=%v", mapped), func(t *testing.T) {
+			cfg := Config{DB: openDB(t, t.TempDir()), DefaultDelaySet: true, MaxPagesPerHost: -1, GeneratedBudget: -1,
+				ExpectedURLs: bloomSubs * 8, SeenCacheSize: -1, SeenIndexDir: t.TempDir(),
+				// Keys of several partitions in every run, so that a merge interleaves them.
+				PartitionOf: func(h string) uint16 { return uint16(h[1]-'0') * 300 }}
+			if !mapped {
+				cfg.SeenIndexMapBytes = -1
+			}
+			f := openF(t, cfg)
+			f.bloomMu.Lock()
+			f.bloom.idxMin = 4 // idxMinStale would need millions of URLs
+			// A quarter of the sub-filters scan once (as after a drop): their logs then
+			// hold keys their runs hold too (added after the log began, before the
+			// snapshot), which the next merge must write once.
+			for i := range bloomSubs / 4 {
+				f.bloom.subs[i].pendLost = true
+			}
+			f.bloomMu.Unlock()
+			var (
+				mu        sync.Mutex
+				committed = map[[idxEntry]byte]bool{}
+				windowed  atomic.Int64
+				next      atomic.Int64
+			)
+			url := func(i int64) Candidate {
+				return u(fmt.Sprintf("h%d.test", i%7), fmt.Sprintf("/p/%d", i))
+			}
+			record := func(c Candidate) {
+				hn, _ := hostOf(c.URL)
+				mu.Lock()
+				committed[idxKey(f.cfg.PartitionOf(hn), URLHash(c.URL))] = true
+				mu.Unlock()
+			}
+			f.bloomHook = func(stage string, sub byte) {
+				if windowed.Load() >= 400 {
+					return
+				}
+				for k := 0; k < 2; {
+					c := url(1<<40 + next.Add(1))
+					if URLHash(c.URL)[0] != sub {
+						continue
+					}
+					if r := mustAdd(t, f, c); r.Added != 1 {
+						t.Errorf("%+v", r)
+					}
+					record(c)
+					windowed.Add(1)
+					k++
+				}
+			}
+			const n = 30_000
+			var batch []Candidate
+			for i := range int64(n) {
+				c := url(i)
+				batch = append(batch, c)
+				if len(batch) == 500 || i == n-1 {
+					if r := mustAdd(t, f, batch...); r.Added != len(batch) {
+						t.Fatalf("%+v", r)
+					}
+					for _, c := range batch {
+						record(c)
+					}
+					batch = batch[:0]
+				}
+			}
+			waitBloomSettled(t, f)
+			f.bloomWG.Wait()
+			if windowed.Load() < 100 {
+				t.Fatalf("only %d URLs added inside rebuilds", windowed.Load())
+			}
+			if m, s := f.idx.merges.Load(), f.idx.scans.Load(); m < bloomSubs || s != bloomSubs/4 {
+				t.Fatalf("%d merged rebuilds, %d scans: want at least one merge a sub-filter, one scan for each log lost", m, s)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			inRuns := map[[idxEntry]byte]bool{}
+			for i := range bloomSubs {
+				r := f.idx.run(byte(i))
+				if err := r.each(func(e []byte) error {
+					k := [idxEntry]byte(e)
+					if !committed[k] || inRuns[k] {
+						return fmt.Errorf("run %d holds %x: committed %v, twice %v", i, e, committed[k], inRuns[k])
+					}
+					if k[2] != byte(i) {
+						return fmt.Errorf("run %d holds %x", i, e)
+					}
+					inRuns[k] = true
+					return nil
+				}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			f.bloomMu.RLock()
+			defer f.bloomMu.RUnlock()
+			for k := range committed {
+				s := &f.bloom.subs[k[2]]
+				if !s.bf.Test(k[2:]) {
+					t.Fatalf("the Bloom filter misses %x", k)
+				}
+				if !inRuns[k] && !slices.Contains(s.pend, k) {
+					t.Fatalf("%x is in neither its run nor its log", k)
+				}
+			}
+			if len(inRuns) < len(committed)/2 {
+				t.Fatalf("runs hold %d of %d keys", len(inRuns), len(committed))
+			}
+		})
+	}
+}
+
+// A rebuild scans Badger where a merge cannot be trusted: after a partition was dropped
+// (every run then comes from a snapshot taken after the drop, trusted for that partition
+// again), after its log outgrew its bound, and after its run could not be written.
+func TestSeenIndexRebuildScansWhenMergeUntrusted(t *testing.T) {
+	idxDir := t.TempDir()
+	cfg := Config{DB: openDB(t, t.TempDir()), DefaultDelaySet: true, MaxPagesPerHost: -1, GeneratedBudget: -1,
+		ExpectedURLs: 1 << 20, SeenCacheSize: -1, SeenIndexDir: idxDir,
+		PartitionOf: func(h string) uint16 { return uint16(h[1] - '0') }}
+	f := openF(t, cfg)
+	f.bloomMu.Lock()
+	f.bloom.idxMin = 4
+	f.bloomMu.Unlock()
+	var next int
+	addUntilRebuilt := func(what string, want func() bool) {
+		t.Helper()
+		for range 200 {
+			var batch []Candidate
+			for range 2000 {
+				batch = append(batch, u(fmt.Sprintf("h%d.test", next%5), fmt.Sprintf("/p/%d", next)))
+				next++
+			}
+			mustAdd(t, f, batch...)
+			waitBloomSettled(t, f)
+			f.bloomWG.Wait()
+			if want() {
+				return
+			}
+		}
+		t.Fatalf("%s: not after %d URLs", what, next)
+	}
+	addUntilRebuilt("a merged rebuild of every run", func() bool { return f.idx.merges.Load() >= bloomSubs })
+	if s := f.idx.scans.Load(); s != 0 {
+		t.Fatalf("%d scans before anything was dropped", s)
+	}
+
+	// A drop: every run's next rebuild scans, and its run is trusted for every partition.
+	if err := f.DropPartition(3); err != nil {
+		t.Fatal(err)
+	}
+	drops := f.idx.drops.Load()
+	addUntilRebuilt("every run rebuilt after the drop", func() bool {
+		for i := range bloomSubs {
+			if f.idx.run(byte(i)).built != drops {
+				return false
+			}
+		}
+		return true
+	})
+	if s := f.idx.scans.Load(); s < bloomSubs {
+		t.Fatalf("%d scans after the drop, want one a run at least", s)
+	}
+
+	// A log over its bound is dropped, and its sub-filter's next rebuild scans.
+	sb := newSeenBloom(bloomSubs, 0.01)
+	for i := range sb.subs {
+		sb.subs[i].bf = bloom.NewWithEstimates(8, 0.01)
+	}
+	sb.idxMin = 4
+	var h [16]byte
+	for i := range 2*4 + pendSlack + 1 {
+		h[1], h[2] = byte(i), byte(i>>8)
+		sb.add(1, h)
+	}
+	if s := &sb.subs[0]; !s.pendLost || s.pend != nil {
+		t.Fatalf("a log of %d keys over its bound %d: lost %v", len(s.pend), sb.pendMax(s), s.pendLost)
+	}
+	f.bloomMu.Lock()
+	f.bloom.subs[9].pendLost = true
+	f.bloomMu.Unlock()
+	scans := f.idx.scans.Load()
+	if err := f.growSub(9); err != nil {
+		t.Fatal(err)
+	}
+	if f.idx.scans.Load() != scans+1 {
+		t.Fatal("a rebuild with its log lost did not scan")
+	}
+
+	// A run that cannot be written (its directory gone) keeps the old one, whether its
+	// sub-filter is rebuilt meanwhile (13: made to look full) or not (11); the next
+	// rebuild scans.
+	if err := os.RemoveAll(idxDir); err != nil {
+		t.Fatal(err)
+	}
+	f.bloomMu.Lock()
+	f.bloom.subs[13].cap = 1
+	f.bloomMu.Unlock()
+	for _, sub := range []byte{11, 13} {
+		old := f.idx.run(sub)
+		if err := f.growSub(sub); err != nil {
+			t.Fatal(err)
+		}
+		f.bloomMu.RLock()
+		lost := f.bloom.subs[sub].pendLost
+		f.bloomMu.RUnlock()
+		if !lost || f.idx.run(sub) != old {
+			t.Fatalf("sub-filter %d: a run not written left its log in place (lost %v) or replaced the run", sub, lost)
+		}
+	}
+	if err := os.MkdirAll(idxDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, sub := range []byte{11, 13} {
+		scans = f.idx.scans.Load()
+		if err := f.growSub(sub); err != nil {
+			t.Fatal(err)
+		}
+		if f.idx.scans.Load() != scans+1 {
+			t.Fatalf("sub-filter %d: the rebuild after a run not written did not scan", sub)
+		}
 	}
 }
