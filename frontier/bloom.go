@@ -63,8 +63,8 @@ type bloomSub struct {
 	// rebuild to merge with the run. Without a seen index it logs only during a rebuild.
 	// Between rebuilds it holds at most pendMax keys: past that (the rebuild goroutine far
 	// behind) it is dropped and pendLost set, and the next rebuild scans Badger. In all
-	// about 18 bytes for each of the URLs the runs miss: at most 1/idxStale of the seen
-	// set, 28 MB at 100M URLs, about half that on average.
+	// 18 bytes for each URL the runs miss: 1/idxStale of the seen set when the runs are
+	// due, 28 MB at 100M URLs, half that on average.
 	pend     [][idxEntry]byte
 	pendLost bool
 }

@@ -61,7 +61,11 @@
 // first key of each of its 4 KB blocks (8 bytes per 227 URLs, 3.5 MB at 100M URLs; the
 // index itself, 18 bytes a URL, is on disk: mapped up to SeenIndexMapBytes in all, 128 MiB
 // by default, its touched pages file-backed resident memory that the node's trimmer
-// drops; the runs beyond read with pread, so page cache, not the process's resident set).
+// drops; the runs beyond read with pread, so page cache, not the process's resident set),
+// and the keys added since each run was built, for its next rebuild (18 bytes each: a run
+// is rebuilt once 1/64 of its size was added, so 28 MB at 100M URLs before a rebuild, half
+// that on average, and at most twice that, plus 1,024 keys a run, while the rebuild
+// goroutine lags).
 //
 // Decisions where the design is silent:
 //   - Limits: 0 in Config means "the default", a negative value means "unlimited"
@@ -87,9 +91,11 @@
 //     every lease. After kill -9 a host may be fetched once sooner than its delay allowed;
 //     Retry-After and robots delays are kept.
 //   - Counters (Stats) are counted exactly at Open from key-only scans; the Bloom filter is
-//     built from the s/ keys at Open; each of its 256 sub-filters is rebuilt from its share
-//     of the s/ keys (1/256) by a background goroutine whenever it holds more URLs than it
-//     was sized for (at 1.2 times its count), while Adds and checks go on (bloom.go).
+//     built from the s/ keys at Open; each of its 256 sub-filters is rebuilt by a background
+//     goroutine whenever it holds more URLs than it was sized for (at 1.2 times its count),
+//     while Adds and checks go on (bloom.go): from its seen-index run merged with the log
+//     of keys added since, or, without an index or where that cannot be trusted, from its
+//     share of the s/ keys (1/256).
 //   - The seen-set partition is the partition of the candidate's host; Lookup derives the
 //     host from the URL, so Candidate.Host must be the URL's host key when set.
 //   - Stats.Queued excludes leased URLs (InFlight) and URLs waiting for a retry
