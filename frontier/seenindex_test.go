@@ -257,7 +257,9 @@ func TestSeenIndexRuns(t *testing.T) {
 	if err := f.Truncate(0); err != nil {
 		t.Fatal(err)
 	}
-	ix.install(7, &idxRun{m: m, n: 2 * idxPer, first: []uint64{0, 0}})
+	r := newRun(2*idxPer, []uint64{0, 0}, 0)
+	r.m = m
+	ix.install(7, r)
 	_, h := key(5)
 	if ok, err := ix.has(1, h); err == nil || ok {
 		t.Fatalf("lookup in a mapping past its file's end: found %v, err %v; want an error", ok, err)
@@ -833,6 +835,26 @@ func TestSeenIndexRebuildScansWhenMergeUntrusted(t *testing.T) {
 		}
 		if f.idx.scans.Load() != scans+1 {
 			t.Fatalf("sub-filter %d: the rebuild after a run not written did not scan", sub)
+		}
+	}
+}
+
+// blockAfter's search tree gives a bisection of first's answer, for any length and with
+// runs of equal prefixes (blocks whose keys share their first 8 bytes), at every probe.
+func TestSeenIndexBlockAfter(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, n := range []int{0, 1, 2, idxFan - 1, idxFan, idxFan + 1, idxFan * idxFan, idxFan*idxFan + 1, 3*idxFan*idxFan + 5, 1000, 5000} {
+		first := make([]uint64, n)
+		for i := range first {
+			first[i] = uint64(r.IntN(3 * n))
+		}
+		slices.Sort(first)
+		run := newRun(n*idxPer, first, 0)
+		for p := uint64(0); p <= uint64(3*n)+1; p++ {
+			want := sort.Search(n, func(i int) bool { return first[i] > p })
+			if got := run.blockAfter(p); got != want {
+				t.Fatalf("n %d, p %d: %d, want %d", n, p, got, want)
+			}
 		}
 	}
 }
