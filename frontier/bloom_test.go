@@ -9,7 +9,7 @@ import (
 )
 
 // waitBloomSettled waits until no sub-filter is over its size or being rebuilt.
-func waitBloomSettled(t *testing.T, f *Frontier) {
+func waitBloomSettled(t testing.TB, f *Frontier) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
