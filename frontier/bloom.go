@@ -326,7 +326,7 @@ func (f *Frontier) growSub(i byte) (err error) {
 	// a scan's snapshot is taken (seenIndex.writer reads the drop count).
 	var w *idxWriter
 	if f.idx != nil {
-		if w, err = f.idx.writer(i, 64<<10); err != nil {
+		if w, err = f.idx.writer(i, idxWriteChunk); err != nil {
 			f.log.Warn("seen index run not rebuilt", "sub", i, "err", err)
 			w, err = nil, nil
 			if !filter {

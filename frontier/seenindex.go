@@ -479,18 +479,61 @@ type idxWriter struct {
 	n     int
 	first []uint64
 	built uint64
+	// recopy: written through a small buffer, the file is copied at finish.
+	recopy bool
 }
 
-// writer starts sub-filter i's run. Call it before the snapshot the run is read from is
-// taken.
+// idxWriteChunk is the size of a run file's writes. The page cache keeps a file in folios
+// as large as the writes that made it (ext4, Linux 6.x), and a pread of a file written in
+// 2 MiB writes cost 1.17-1.51 us of CPU where one written in 4 or 64 KiB writes cost
+// 1.73-2.09 us (1.7 GB files, 1,152-byte reads at random offsets, this project's VM on
+// 2026-12-01): fewer levels of the page cache's tree to walk and fewer folios to touch.
+const idxWriteChunk = 2 << 20
+
+// writer starts sub-filter i's run, buffering bufSize bytes; a run written through a
+// smaller buffer than idxWriteChunk (Open writes all 256 at once) is copied at finish into
+// a file written in idxWriteChunk writes. Call it before the snapshot the run is read from
+// is taken.
 func (ix *seenIndex) writer(i byte, bufSize int) (*idxWriter, error) {
 	built := ix.drops.Load()
+	f, err := ix.create()
+	if err != nil {
+		return nil, err
+	}
+	return &idxWriter{ix: ix, sub: i, f: f, w: bufio.NewWriterSize(f, bufSize), built: built, recopy: bufSize < idxWriteChunk}, nil
+}
+
+// create makes an anonymous run file (unlinked at once: gone at close or at a crash).
+func (ix *seenIndex) create() (*os.File, error) {
 	f, err := os.CreateTemp(ix.dir, "seen-*.idx")
 	if err != nil {
 		return nil, err
 	}
-	_ = os.Remove(f.Name()) // anonymous from now on: gone at close or at a crash
-	return &idxWriter{ix: ix, sub: i, f: f, w: bufio.NewWriterSize(f, bufSize), built: built}, nil
+	_ = os.Remove(f.Name())
+	return f, nil
+}
+
+// recopyFile copies the first size bytes of f into a new run file in idxWriteChunk writes
+// and closes f.
+func (ix *seenIndex) recopyFile(f *os.File, size int) (*os.File, error) {
+	defer f.Close()
+	nf, err := ix.create()
+	if err != nil {
+		return nil, err
+	}
+	buf := make([]byte, idxWriteChunk)
+	for off := 0; off < size; off += idxWriteChunk {
+		chunk := buf[:min(idxWriteChunk, size-off)]
+		if _, err := f.ReadAt(chunk, int64(off)); err != nil {
+			nf.Close()
+			return nil, err
+		}
+		if _, err := nf.Write(chunk); err != nil {
+			nf.Close()
+			return nil, err
+		}
+	}
+	return nf, nil
 }
 
 var idxPad [idxBlock - idxPer*idxEntry]byte
@@ -523,6 +566,14 @@ func (w *idxWriter) finish() (*idxRun, error) {
 	if w.n == 0 {
 		_ = w.f.Close()
 		return r, nil
+	}
+	if w.recopy {
+		// The file's true end: no pad after its last block.
+		f, err := w.ix.recopyFile(w.f, ((w.n-1)/idxPer)*idxBlock+((w.n-1)%idxPer+1)*idxEntry)
+		if err != nil {
+			return nil, fmt.Errorf("copy seen index run: %w", err)
+		}
+		w.f = f
 	}
 	if !w.ix.mapRoom(w.sub, size) {
 		r.f = w.f
