@@ -926,11 +926,15 @@ func TestHeadWaitsForAddInFlight(t *testing.T) {
 		t.Fatalf("head %d after the later Add's entry %d went; want %d, the earlier Add's first", head, first+1, first)
 	}
 
-	// The early Add's write lands now.
+	// The early Add's write lands now, and its number is released with it: under mu, so that
+	// no drain takes its read limit between the two (one that did, with the entry still
+	// counted as in flight, would send it and keep the head at it, rightly, and this test
+	// would fail at random: 1 run in 60 did under -race on a loaded machine).
+	o.mu.Lock()
 	if err := db.Update(func(txn *badger.Txn) error { return txn.Set(outboxKey(p, first), encodeEntry(early)) }); err != nil {
+		o.mu.Unlock()
 		t.Fatal(err)
 	}
-	o.mu.Lock()
 	delete(o.adding, first)
 	o.mu.Unlock()
 	o.kick <- struct{}{}
