@@ -684,6 +684,7 @@ func (f *Frontier) Add(cands []Candidate) (AddResult, error) {
 	var dup batchDedup
 	dup.init(len(cands))
 	lim := *f.limits.Load()
+	var hits [cacheBatch]bool
 	for i := range cands {
 		c := &cands[i]
 		// The seen cache first (exact: it holds only committed seen URLs): most links
@@ -691,7 +692,11 @@ func (f *Frontier) Add(cands []Candidate) (AddResult, error) {
 		// no host parsed and no trap check (the URL was admitted once; met again at a
 		// depth past the limit, it counts as seen, not rejected: either way it is not
 		// queued). Unless the link brings OPIC cash, which is passed on by the seen key.
-		cached := f.cache.has(c.URL)
+		// Looked up cacheBatch at a time, so that their cache misses overlap.
+		if i%cacheBatch == 0 {
+			f.cache.hasMany(cands[i:min(i+cacheBatch, len(cands))], hits[:])
+		}
+		cached := hits[i%cacheBatch]
 		if cached && !(f.cfg.Importance && c.Cash > 0) {
 			res.AlreadySeen++
 			continue

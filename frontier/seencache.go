@@ -37,6 +37,7 @@ type seenCache struct {
 type seenShard struct {
 	mu         sync.Mutex
 	young, old cacheTable
+	touched    uint64 // hasMany's sum of the loads it made early
 }
 
 // A generation's URL bytes average at most cacheURLBytes an entry (typical URLs are well
@@ -101,14 +102,86 @@ func (c *seenCache) has(u string) bool {
 	}
 	h, s := c.hash(u)
 	s.mu.Lock()
-	ok := s.young.find(h, u).h != 0
-	if !ok {
-		if ok = s.old.find(h, u).h != 0; ok {
-			c.addLocked(s, h, u) // promote
-		}
-	}
+	ok := c.hasLocked(s, h, u)
 	s.mu.Unlock()
 	return ok
+}
+
+func (c *seenCache) hasLocked(s *seenShard, h uint64, u string) bool {
+	if s.young.find(h, u).h != 0 {
+		return true
+	}
+	if s.old.find(h, u).h != 0 {
+		c.addLocked(s, h, u) // promote
+		return true
+	}
+	return false
+}
+
+// cacheBatch is how many URLs hasMany looks up at a time (its arrays are on the stack).
+const cacheBatch = 128
+
+// hasMany sets hit[i] to whether the cache holds cands[i].URL, as has would, for every i
+// (len(hit) >= len(cands)). It hashes a batch's URLs first and looks them up shard by
+// shard, one lock a shard, after a pass that reads each one's first slot in both
+// generations and the URL bytes that slot names: those loads do not depend on one
+// another, so their cache misses overlap, where has, one URL at a time, waits for each in
+// turn (its lock's atomic instructions order every load around them). The slots and
+// arenas are 20 MB at the default size, far more than a core's cache holds, so nearly
+// every lookup missed; BENCHMARKS.md has the figures.
+func (c *seenCache) hasMany(cands []Candidate, hit []bool) {
+	if c == nil {
+		return
+	}
+	for base := 0; base < len(cands); base += cacheBatch {
+		cs := cands[base:min(base+cacheBatch, len(cands))]
+		var hs [cacheBatch]uint64
+		var start [len(c.shards) + 1]uint8 // shard k's URLs are order[start[k]:start[k+1]]
+		for i := range cs {
+			hit[base+i] = false
+			if u := cs[i].URL; len(u) <= cacheMaxURL {
+				hs[i] = maphash.String(c.seed, u) | 1
+				start[hs[i]>>60+1]++
+			}
+		}
+		for k := 1; k < len(start); k++ {
+			start[k] += start[k-1]
+		}
+		var order [cacheBatch]uint8
+		next := start
+		for i := range cs {
+			if hs[i] != 0 {
+				order[next[hs[i]>>60]] = uint8(i)
+				next[hs[i]>>60]++
+			}
+		}
+		for k := range c.shards {
+			group := order[start[k]:start[k+1]]
+			if len(group) == 0 {
+				continue
+			}
+			s := &c.shards[k]
+			s.mu.Lock()
+			var touched uint64
+			for _, i := range group {
+				touched += s.young.touch(hs[i]) + s.old.touch(hs[i])
+			}
+			s.touched = touched // the loads are used: not optimized away
+			for _, i := range group {
+				hit[base+int(i)] = c.hasLocked(s, hs[i], cs[i].URL)
+			}
+			s.mu.Unlock()
+		}
+	}
+}
+
+// touch reads the slot where a lookup of hash h starts and a byte of the URL bytes that
+// slot names (any URL's, or stale bytes past the arena's end: only the load matters), with
+// no branch on what it reads, so that the CPU runs ahead to the next touch.
+func (t *cacheTable) touch(h uint64) uint64 {
+	sl := &t.slots[(h>>1)&uint64(len(t.slots)-1)]
+	arena := t.urls[:cap(t.urls)]
+	return sl.h + uint64(arena[min(int(sl.off), len(arena)-1)])
 }
 
 func (c *seenCache) add(u string) {
