@@ -21,11 +21,9 @@ import (
 // seen keys (partition, URL hash: 18 bytes each) of the sub-filter's share, in key order,
 // taken from one Badger snapshot, in a file on disk mapped read-only (MADV_RANDOM: no
 // read-ahead). Files are in blocks of 4096 bytes (idxPer entries, zero padded); the heap
-// holds each block's first key as a uint64 (partition and hash bytes 1-6: the sub-filter
-// fixes byte 0), 8 bytes per 227 URLs: 3.5 MB at 100M URLs, and 2-byte marks of where in
-// the block each slice of idxSlice entries begins (12 MB at 100M). A lookup is a search of
-// that array (idxRun.blockAfter), a scan of its block's marks and a bisection of the one
-// slice (288 bytes) they name, from the mapping or read with one pread.
+// holds only each block's first key as a uint64 (partition and hash bytes 1-6: the
+// sub-filter fixes byte 0), 8 bytes per 227 URLs: 3.5 MB at 100M URLs. A lookup is a
+// binary search of that array and a binary search of one block of the mapping.
 //
 // Mapped up to a byte budget, read with pread beyond it. A lookup read with pread costs a
 // system call (1-4 us of CPU on this project's machines, the largest part of a cold check);
@@ -75,9 +73,10 @@ type seenIndex struct {
 	dropMu    sync.Mutex
 	droppedAt atomic.Pointer[map[uint16]uint64]
 	subs      [bloomSubs]idxSub
-	// wideReads counts lookups whose block's marks left more than one slice to read
-	// (tests, benchmarks).
+	// wideReads counts pread lookups whose window around the guess could not decide and
+	// read the whole block (tests).
 	wideReads atomic.Int64
+	noWindow  bool // pread lookups read whole blocks (benchmarks: the window's gain)
 	// merges and scans count growSub's rebuilds by where they read the keys (tests,
 	// benchmarks).
 	merges, scans atomic.Int64
@@ -93,11 +92,6 @@ type idxRun struct {
 	f     *os.File // the file, when its blocks are read with pread (m nil)
 	n     int      // entries
 	first []uint64 // per block: idxPrefix of its first entry
-	// marks: per block, idxMarks fractions (marks[b*idxMarks+s-1] for slice s >= 1): where
-	// in the block's span of prefixes slice s's first entry falls (frac). last is the
-	// prefix of the run's last entry, which bounds the last block's span.
-	marks []uint16
-	last  uint64
 	// lev is first's search tree: lev[0] is first, lev[i+1] holds every idxFan-th prefix of
 	// lev[i], up to a level of at most idxFan.
 	lev   [][]uint64
@@ -202,7 +196,7 @@ func (ix *seenIndex) has(part uint16, h [16]byte) (found bool, err error) {
 	j := r.blockAfter(p)
 	for b := j - 1; b >= 0; b-- {
 		cnt := min(idxPer, r.n-b*idxPer)
-		i, found, err := ix.search(r, b, cnt, p, e[:])
+		i, found, err := ix.search(r, b, cnt, r.guess(b, cnt, p), e[:])
 		if found || err != nil {
 			return found, err
 		}
@@ -221,10 +215,9 @@ func (ix *seenIndex) has(part uint16, h [16]byte) (found bool, err error) {
 // of 6.27 s of the mostly-seen checks there, 0.55 us a lookup (BENCHMARKS.md).
 const idxFan = 8
 
-// newRun makes a run of n entries in blocks whose first prefixes are first, with the
-// blocks' slice marks and the last entry's prefix.
-func newRun(n int, first []uint64, marks []uint16, last uint64, built uint64) *idxRun {
-	r := &idxRun{n: n, first: first, marks: marks, last: last, built: built, lev: [][]uint64{first}}
+// newRun makes a run of n entries in blocks whose first prefixes are first.
+func newRun(n int, first []uint64, built uint64) *idxRun {
+	r := &idxRun{n: n, first: first, built: built, lev: [][]uint64{first}}
 	for l := first; len(l) > idxFan; {
 		up := make([]uint64, 0, (len(l)+idxFan-1)/idxFan)
 		for k := 0; k < len(l); k += idxFan {
@@ -257,102 +250,90 @@ func (r *idxRun) blockAfter(p uint64) int {
 	return c
 }
 
-// idxSlice is the size in entries of a block's slices (288 bytes; a block holds
-// ceil(idxPer/idxSlice) = 15 of them, the last of 3), idxMarks the marks a block has: one
-// per slice after its first. A lookup reads the one slice that can hold its key, found
-// from the marks, which the heap keeps (2 bytes a slice: 0.12 bytes a URL, 12 MB at 100M
-// URLs). A guess from the block's first prefixes alone, with a window of 64 entries
-// around it (1,152 bytes) to be sure, cost about four times the bytes: the copy of those
-// bytes from memory the CPU's caches do not hold was 43% of a pread lookup's CPU at 10M
-// URLs (perf, BENCHMARKS.md), the system call's entry and exit under 10%.
-const (
-	idxSlice = 16
-	idxMarks = (idxPer - 1) / idxSlice
-)
+// idxWin is how many entries around its guess a pread lookup reads first (1,152 bytes of
+// a 4 KiB block). A key's place in its block strays from the guess by about
+// sqrt(idxPer)/2 = 7.5 entries (the spread of uniform hashes), so +-32 nearly always
+// holds it; when the window cannot decide (the key sorts before or after all of it, not at
+// the block's end), the whole block is read.
+const idxWin = 64
 
-// frac is where prefix p falls between lo and hi, the prefixes that begin and end a block,
-// scaled to 0-65535 (0 at or before lo, 65535 at or past hi). It measures in partitions,
-// each one wide whatever its share of hash values: a block's keys are uniform in hash
-// within each partition, and a block may span several (a partition's keys fill less than
-// a block in a sub-filter's run up to about 60M URLs), where a measure in raw prefixes
-// would crowd every slice into the span's two ends. Non-decreasing in p, which is all the
-// marks need: a slice whose mark is below p's holds entries below p's, one whose mark is
-// above holds entries above.
-func frac(p, lo, hi uint64) uint16 {
-	if p <= lo {
-		return 0
-	}
-	if p >= hi {
-		return 1<<16 - 1
-	}
-	f := partCoord(p, lo) / partCoord(hi, lo) * (1 << 16)
-	if f >= 1<<16-1 {
-		return 1<<16 - 1
-	}
-	return uint16(f)
-}
-
-// partCoord is prefix p's distance from lo (p >= lo) in partitions: whole partitions
-// apart, plus the difference of their 48 bits of hash as a fraction of one partition.
-// Exact up to float64's rounding, which keeps it non-decreasing in p.
-func partCoord(p, lo uint64) float64 {
-	const hashBits = 48
-	parts := float64(p>>hashBits - lo>>hashBits)
-	hash := float64(int64(p&(1<<hashBits-1))-int64(lo&(1<<hashBits-1))) / (1 << hashBits)
-	return parts + hash
-}
-
-// end is the prefix that ends block b: the next block's first, or one past the run's last
-// entry for the last block.
-func (r *idxRun) end(b int) uint64 {
-	if b+1 < len(r.first) {
-		return r.first[b+1]
-	}
-	return r.last + min(1, ^r.last)
-}
-
-// search returns the index of the first entry >= e (of prefix p) in block b of r (cnt
-// entries), and whether that entry is e. It reads from the mapping, or with one pread,
-// the slices that can hold e: those from the last whose mark is below p's to the last
-// whose mark is not above it. That is one slice, unless marks tie with p's (keys sharing
-// their 8-byte prefix, or a span too wide for 16 bits to tell its slices apart, as a block
-// across partitions may be).
-func (ix *seenIndex) search(r *idxRun, b, cnt int, p uint64, e []byte) (int, bool, error) {
-	ns := (cnt + idxSlice - 1) / idxSlice
-	fp := frac(p, r.first[b], r.end(b))
-	t, u := 0, 0
-	for s, m := range r.marks[b*idxMarks : b*idxMarks+ns-1] {
-		if m > fp {
-			break
-		}
-		if m < fp {
-			t = s + 1
-		}
-		u = s + 1
-	}
-	if u > t {
-		ix.wideReads.Add(1)
-	}
-	lo, hi := t*idxSlice, min((u+1)*idxSlice, cnt)
-	var blk []byte
+// search returns the index of the first entry >= e in block b of r (cnt entries), and
+// whether that entry is e, starting at the guess g: from the mapping, or with pread of the
+// window around g and, if that cannot decide, of the whole block.
+func (ix *seenIndex) search(r *idxRun, b, cnt, g int, e []byte) (int, bool, error) {
+	entry := func(blk []byte, i int) []byte { return blk[i*idxEntry : (i+1)*idxEntry] }
 	if r.m != nil {
-		blk = r.m[b*idxBlock+lo*idxEntry : b*idxBlock+hi*idxEntry]
-	} else {
-		// Go zeroes a buffer it declares: the whole block's only when more than two
-		// slices are read.
-		if hi-lo <= 2*idxSlice {
-			var buf [2 * idxSlice * idxEntry]byte
-			blk = buf[:(hi-lo)*idxEntry]
-		} else {
-			var buf [idxPer * idxEntry]byte
-			blk = buf[:(hi-lo)*idxEntry]
-		}
-		if _, err := r.f.ReadAt(blk, int64(b*idxBlock+lo*idxEntry)); err != nil {
+		blk := r.m[b*idxBlock : b*idxBlock+cnt*idxEntry]
+		i := blockSearch(blk, cnt, g, e)
+		return i, i < cnt && bytes.Equal(entry(blk, i), e), nil
+	}
+	if cnt > idxWin && !ix.noWindow {
+		s := max(0, min(g-idxWin/2, cnt-idxWin))
+		var buf [idxWin * idxEntry]byte
+		if _, err := r.f.ReadAt(buf[:], int64(b*idxBlock+s*idxEntry)); err != nil {
 			return 0, false, fmt.Errorf("seen index: read: %w", err)
 		}
+		i := blockSearch(buf[:], idxWin, g-s, e)
+		if i < idxWin && bytes.Equal(entry(buf[:], i), e) {
+			return s + i, true, nil
+		}
+		// e sorts between two of the window's entries, or before the block's first or
+		// after its last: decided.
+		if (i > 0 || s == 0) && (i < idxWin || s+idxWin == cnt) {
+			return s + i, false, nil
+		}
+		ix.wideReads.Add(1)
 	}
-	i := sort.Search(hi-lo, func(i int) bool { return bytes.Compare(blk[i*idxEntry:(i+1)*idxEntry], e) >= 0 })
-	return lo + i, i < hi-lo && bytes.Equal(blk[i*idxEntry:(i+1)*idxEntry], e), nil
+	var buf [idxBlock]byte
+	blk := buf[:cnt*idxEntry]
+	if _, err := r.f.ReadAt(blk, int64(b)*idxBlock); err != nil {
+		return 0, false, fmt.Errorf("seen index: read: %w", err)
+	}
+	i := blockSearch(blk, cnt, g, e)
+	return i, i < cnt && bytes.Equal(entry(blk, i), e), nil
+}
+
+// guess is where in block b (cnt entries) a key of prefix p should be, if the block's
+// keys are spread evenly between its first prefix and the next block's: URL hashes are
+// uniform, so they are, except across a partition boundary.
+func (r *idxRun) guess(b, cnt int, p uint64) int {
+	lo := r.first[b]
+	if b+1 >= len(r.first) || r.first[b+1] <= lo || p <= lo {
+		return 0
+	}
+	hi := r.first[b+1]
+	return min(int(float64(p-lo)/float64(hi-lo)*float64(cnt)), cnt-1)
+}
+
+// blockSearch returns the first index in blk (cnt sorted entries) whose entry is >= e,
+// or cnt. It starts at g and gallops outwards, then bisects the bracket it found: with a
+// good guess it reads the one or two cache lines around g, where a bisection of the whole
+// 4 KiB block reads eight (each a likely cache miss: the runs are far larger than the
+// CPU's caches).
+func blockSearch(blk []byte, cnt, g int, e []byte) int {
+	less := func(i int) bool { return bytes.Compare(blk[i*idxEntry:(i+1)*idxEntry], e) < 0 }
+	g = max(0, min(g, cnt-1))
+	var lo, hi int // the answer is in [lo, hi]
+	if less(g) {
+		lo, hi = g+1, cnt
+		for probe, step := g+1, 1; probe < cnt; probe, step = probe+step, step*2 {
+			if !less(probe) {
+				hi = probe
+				break
+			}
+			lo = probe + 1
+		}
+	} else {
+		lo, hi = 0, g
+		for probe, step := g-1, 1; probe >= 0; probe, step = probe-step, step*2 {
+			if less(probe) {
+				lo = probe + 1
+				break
+			}
+			hi = probe
+		}
+	}
+	return lo + sort.Search(hi-lo, func(i int) bool { return !less(lo + i) })
 }
 
 // trim drops the process's mapping of every run's pages (they stay in the page cache) and
@@ -497,12 +478,6 @@ type idxWriter struct {
 	w     *bufio.Writer
 	n     int
 	first []uint64
-	marks []uint16
-	// slice: the prefixes of the current block's slices' first entries (slice s at s-1),
-	// made marks once the block's span is known (the next block's first, or the last
-	// entry's prefix at finish).
-	slice [idxMarks]uint64
-	last  uint64
 	built uint64
 	// recopy: written through a small buffer, the file is copied at finish.
 	recopy bool
@@ -573,35 +548,14 @@ func (w *idxWriter) add(k []byte) { w.addEntry(k[1:19]) }
 
 // addEntry appends the entry e (partition, hash: idxEntry bytes).
 func (w *idxWriter) addEntry(e []byte) {
-	p := idxPrefix(e)
-	switch i := w.n % idxPer; {
-	case i == 0:
+	if w.n%idxPer == 0 {
 		if w.n > 0 {
 			_, _ = w.w.Write(idxPad[:])
-			w.markBlock(p)
 		}
-		w.first = append(w.first, p)
-	case i%idxSlice == 0:
-		w.slice[i/idxSlice-1] = p
+		w.first = append(w.first, idxPrefix(e))
 	}
 	_, _ = w.w.Write(e) // bufio keeps the first error; finish returns it
-	w.last = p
 	w.n++
-}
-
-// markBlock appends the marks of the last block begun, which ends at prefix end: for each
-// slice after its first that it holds, frac of the slice's first prefix, else 65535 (no
-// such slice: a short last block, whose lookups never read the marks past its slices).
-func (w *idxWriter) markBlock(end uint64) {
-	lo := w.first[len(w.first)-1]
-	k := (w.n - 1) % idxPer / idxSlice // slices after the first that the block holds
-	for s := range idxMarks {
-		m := uint16(1<<16 - 1)
-		if s < k {
-			m = frac(w.slice[s], lo, end)
-		}
-		w.marks = append(w.marks, m)
-	}
 }
 
 // finish makes the run: mapped if it fits in the mapping budget once it replaces its
@@ -612,11 +566,7 @@ func (w *idxWriter) finish() (*idxRun, error) {
 		_ = w.f.Close()
 		return nil, err
 	}
-	if w.n > 0 {
-		r := idxRun{first: w.first, last: w.last}
-		w.markBlock(r.end(len(w.first) - 1))
-	}
-	r := newRun(w.n, w.first, w.marks, w.last, w.built)
+	r := newRun(w.n, w.first, w.built)
 	size := (w.n/idxPer)*idxBlock + (w.n%idxPer)*idxEntry
 	if w.n == 0 {
 		_ = w.f.Close()

@@ -259,7 +259,7 @@ func TestSeenIndexRuns(t *testing.T) {
 	if err := f.Truncate(0); err != nil {
 		t.Fatal(err)
 	}
-	r := newRun(2*idxPer, []uint64{0, 0}, make([]uint16, 2*idxMarks), 0, 0)
+	r := newRun(2*idxPer, []uint64{0, 0}, 0)
 	r.m = m
 	ix.install(7, r)
 	_, h := key(5)
@@ -350,8 +350,8 @@ func installRun(tb testing.TB, ix *seenIndex, sub byte, keys [][19]byte) *idxRun
 // A run's lookup finds every key it holds and no other, whatever the keys' spread: a few
 // partitions of very different sizes (blocks spanning partition boundaries, where the
 // lookup's guess from the block's first prefixes is poor) and a cluster of keys sharing
-// their 8-byte prefix (blocks whose first prefixes are equal, marks that tie). search
-// itself must give a bisection's answer in every block.
+// their 8-byte prefix (blocks whose first prefixes are equal). blockSearch itself must give
+// the bisection's answer from every starting guess.
 func TestSeenIndexLookupAnySpread(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	const h0 = 0x5a // the sub-filter: the hash's first byte
@@ -387,7 +387,7 @@ func TestSeenIndexLookupAnySpread(t *testing.T) {
 		ix := newSeenIndex(t.TempDir(), mapMax)
 		r := installRun(t, ix, h0, keys)
 		if mapMax > 0 {
-			run = r // for search below
+			run = r // for blockSearch below
 		}
 		defer ix.close()
 		ixs = append(ixs, ix)
@@ -431,19 +431,19 @@ func TestSeenIndexLookupAnySpread(t *testing.T) {
 		}
 	}
 
-	// Keys sharing their 8-byte prefix made some lookups read more than one slice: the
-	// marks' ties went tested.
+	// Poor guesses (across partition boundaries) made some pread lookups read their whole
+	// block: the window's fallback was taken.
 	if ixs[1].wideReads.Load() == 0 {
-		t.Fatal("no lookup read more than one slice: ties of the marks went untested")
+		t.Fatal("no pread lookup read its whole block: the window's fallback went untested")
 	}
 
-	// search gives a bisection's answer in every block, mapped and read with pread, for
-	// every entry, its neighbours in the last byte and a key past all.
+	// blockSearch from every guess, against a bisection, in a few blocks; and the pread
+	// search (a window around the guess, the whole block when it cannot decide) too.
 	pr := ixs[1].subs[h0].r
-	for b := range run.first {
+	for _, b := range []int{0, 3, len(run.first) / 2, len(run.first) - 1} {
 		cnt := min(idxPer, run.n-b*idxPer)
 		blk := run.m[b*idxBlock : b*idxBlock+cnt*idxEntry]
-		for i := 0; i <= cnt; i++ {
+		for i := 0; i <= cnt; i += 7 {
 			var e [idxEntry]byte
 			if i < cnt {
 				copy(e[:], blk[i*idxEntry:])
@@ -454,10 +454,13 @@ func TestSeenIndexLookupAnySpread(t *testing.T) {
 				target := e
 				target[17] = byte(int(target[17]) + d)
 				want := sort.Search(cnt, func(j int) bool { return bytes.Compare(blk[j*idxEntry:(j+1)*idxEntry], target[:]) >= 0 })
-				wantFound := want < cnt && bytes.Equal(blk[want*idxEntry:(want+1)*idxEntry], target[:])
-				for k, r := range []*idxRun{run, pr} {
-					if got, found, err := ixs[k].search(r, b, cnt, idxPrefix(target[:]), target[:]); err != nil || got != want || found != wantFound {
-						t.Fatalf("run %d, block %d, key %x: %d %v (err %v), want %d %v", k, b, target, got, found, err, want, wantFound)
+				for g := -2; g <= cnt+2; g++ {
+					if got := blockSearch(blk, cnt, g, target[:]); got != want {
+						t.Fatalf("block %d, key %x, guess %d: %d, want %d", b, target, g, got, want)
+					}
+					wantFound := want < cnt && bytes.Equal(blk[want*idxEntry:(want+1)*idxEntry], target[:])
+					if got, found, err := ixs[1].search(pr, b, cnt, g, target[:]); err != nil || got != want || found != wantFound {
+						t.Fatalf("pread block %d, key %x, guess %d: %d %v (err %v), want %d %v", b, target, g, got, found, err, want, wantFound)
 					}
 				}
 			}
@@ -466,8 +469,8 @@ func TestSeenIndexLookupAnySpread(t *testing.T) {
 }
 
 // BenchmarkSeenIndexPread: a cold confirmation's lookup in a run read with pread (the
-// runs past DefaultSeenIndexMapBytes), its file in the page cache: one slice of
-// idxSlice entries read; and in the same run mapped.
+// runs past DefaultSeenIndexMapBytes), its file in the page cache: the window of idxWin
+// entries around the guess against the whole 4 KiB block; and in the same run mapped.
 //
 //	go test -run '^$' -bench SeenIndexPread ./frontier/
 func BenchmarkSeenIndexPread(b *testing.B) {
@@ -494,12 +497,13 @@ func BenchmarkSeenIndexPread(b *testing.B) {
 		b.Fatal("run not mapped")
 	}
 	b.Cleanup(mix.close)
-	for _, name := range []string{"pread", "mapped"} {
+	for _, name := range []string{"window", "block", "mapped"} {
 		ix := ix
 		if name == "mapped" {
 			ix = mix
 		}
 		b.Run(name, func(b *testing.B) {
+			ix.noWindow = name == "block"
 			wide := ix.wideReads.Load()
 			i := 0
 			for b.Loop() {
@@ -514,12 +518,12 @@ func BenchmarkSeenIndexPread(b *testing.B) {
 			b.ReportMetric(float64(ix.wideReads.Load()-wide)/float64(b.N), "wide/op")
 		})
 	}
-	// The floor under a lookup: one pread of a slice of the same page again and again (no
+	// The floor under a lookup: one pread of a window of the same page again and again (no
 	// search, the page hot in the page cache), which is the machine's system call and page
 	// cache cost alone. It differs severalfold between VMs (speculative-execution
 	// mitigations on kernel entry and return), and with it the checks' rate at scale.
 	b.Run("same-page", func(b *testing.B) {
-		var buf [idxSlice * idxEntry]byte
+		var buf [idxWin * idxEntry]byte
 		for b.Loop() {
 			if _, err := run.f.ReadAt(buf[:], 7*idxBlock+100); err != nil {
 				b.Fatal(err)
@@ -847,7 +851,7 @@ func TestSeenIndexBlockAfter(t *testing.T) {
 			first[i] = uint64(r.IntN(3 * n))
 		}
 		slices.Sort(first)
-		run := newRun(n*idxPer, first, nil, 0, 0)
+		run := newRun(n*idxPer, first, 0)
 		for p := uint64(0); p <= uint64(3*n)+1; p++ {
 			want := sort.Search(n, func(i int) bool { return first[i] > p })
 			if got := run.blockAfter(p); got != want {
