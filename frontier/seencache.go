@@ -91,16 +91,18 @@ func (t *cacheTable) find(h uint64, u string) *cacheSlot {
 	}
 }
 
-func (c *seenCache) hash(u string) (uint64, *seenShard) {
-	h := maphash.String(c.seed, u) | 1
-	return h, &c.shards[h>>60]
+// hash is u's hash in the cache (never 0) and the index of its shard.
+func (c *seenCache) hash(u string) (h uint64, shard int) {
+	h = maphash.String(c.seed, u) | 1
+	return h, int(h >> 60)
 }
 
 func (c *seenCache) has(u string) bool {
 	if c == nil || len(u) > cacheMaxURL {
 		return false
 	}
-	h, s := c.hash(u)
+	h, k := c.hash(u)
+	s := &c.shards[k]
 	s.mu.Lock()
 	ok := c.hasLocked(s, h, u)
 	s.mu.Unlock()
@@ -135,13 +137,15 @@ func (c *seenCache) hasMany(cands []Candidate, hit []bool) {
 	}
 	for base := 0; base < len(cands); base += cacheBatch {
 		cs := cands[base:min(base+cacheBatch, len(cands))]
-		var hs [cacheBatch]uint64
+		var hs [cacheBatch]uint64 // 0: not looked up (too long to be cached)
+		var shard [cacheBatch]uint8
 		var start [len(c.shards) + 1]uint8 // shard k's URLs are order[start[k]:start[k+1]]
 		for i := range cs {
 			hit[base+i] = false
 			if u := cs[i].URL; len(u) <= cacheMaxURL {
-				hs[i] = maphash.String(c.seed, u) | 1
-				start[hs[i]>>60+1]++
+				h, k := c.hash(u)
+				hs[i], shard[i] = h, uint8(k)
+				start[k+1]++
 			}
 		}
 		for k := 1; k < len(start); k++ {
@@ -151,8 +155,8 @@ func (c *seenCache) hasMany(cands []Candidate, hit []bool) {
 		next := start
 		for i := range cs {
 			if hs[i] != 0 {
-				order[next[hs[i]>>60]] = uint8(i)
-				next[hs[i]>>60]++
+				order[next[shard[i]]] = uint8(i)
+				next[shard[i]]++
 			}
 		}
 		for k := range c.shards {
@@ -188,7 +192,8 @@ func (c *seenCache) add(u string) {
 	if c == nil || len(u) > cacheMaxURL {
 		return
 	}
-	h, s := c.hash(u)
+	h, k := c.hash(u)
+	s := &c.shards[k]
 	s.mu.Lock()
 	c.addLocked(s, h, u)
 	s.mu.Unlock()

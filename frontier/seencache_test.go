@@ -89,6 +89,19 @@ func TestSeenCacheHasMany(t *testing.T) {
 	if hits == 0 || misses == 0 {
 		t.Fatalf("%d hits and %d misses: the mix tested only one side", hits, misses)
 	}
+	// The same promotions and turnovers: every shard holds as many entries in each
+	// generation (which had turned over: the young one full or past it at least once).
+	turned := false
+	for k := range one.shards {
+		a, b := &one.shards[k], &many.shards[k]
+		if a.young.n != b.young.n || a.old.n != b.old.n {
+			t.Fatalf("shard %d: has left %d young / %d old entries, hasMany %d / %d", k, a.young.n, a.old.n, b.young.n, b.old.n)
+		}
+		turned = turned || a.old.n > 0
+	}
+	if !turned {
+		t.Fatal("no generation turned over: promotions went untested")
+	}
 	var nilCache *seenCache
 	hit := []bool{false}
 	nilCache.hasMany([]Candidate{{URL: "http://a.test/"}}, hit)
