@@ -42,6 +42,10 @@ import (
 //     each Add then touches min(batch, hosts) hosts, and Add's cost grows with that: a
 //     host record written and a heap fix per host);
 //   - CRAWLNODE_SCALE_BATCH: URLs per Add (default 10,000);
+//   - CRAWLNODE_SCALE_CALLERS: how many goroutines call Add at once in the checks (default
+//     GOMAXPROCS, as a node's fetch workers and forward receivers do; 1: one caller, which
+//     leaves the other cores idle, so that each hand-off to Badger's goroutines wakes an
+//     idle thread: 1.0M against 1.3M checks per CPU-second at 3M URLs, BENCHMARKS.md);
 //   - CRAWLNODE_SCALE_ROWS: how many rows the table of memory has (default 10);
 //   - CRAWLNODE_SCALE_MAXTIME: stop adding after this long (a Go duration) and measure what
 //     was reached; unset, add all;
@@ -76,8 +80,8 @@ import (
 // the memory limit cannot collect); the Bloom filter's bytes per URL held; the add rate
 // since the previous row. The largest Bloom bytes per URL held is also tracked after every
 // Add past ExpectedURLs. The checks: batches of 100 links: 80 navigation links from a hot
-// set of 5,000 URLs, 19 links to any seen URL, 1 new URL; rate per second of process CPU
-// (Badger's goroutines included).
+// set of 5,000 URLs, 19 links to any seen URL, 1 new URL, split in whole batches between
+// the callers; rate per second of process CPU (Badger's goroutines included).
 func BenchmarkSeenSetScale(b *testing.B) {
 	envInt := func(name string, def, least int) int {
 		s := os.Getenv(name)
@@ -108,6 +112,7 @@ func BenchmarkSeenSetScale(b *testing.B) {
 	maxTime := envDuration("CRAWLNODE_SCALE_MAXTIME", 0) // 0: add all
 	trimInterval := envDuration("CRAWLNODE_SCALE_TRIM_INTERVAL", badgermem.TrimInterval)
 	hosts := envInt("CRAWLNODE_SCALE_HOSTS", max(n/1000, 10), 1)
+	callers := envInt("CRAWLNODE_SCALE_CALLERS", runtime.GOMAXPROCS(0), 1)
 	url := func(i int) string {
 		return "http://host" + strconv.Itoa(i%hosts) + ".scale.test/section/" + strconv.Itoa(i%97) + "/page-" + strconv.Itoa(i) + ".html"
 	}
@@ -324,6 +329,7 @@ func BenchmarkSeenSetScale(b *testing.B) {
 	// counted: the checks' CPU is the whole process's), and again once the process idles.
 	const chunk = 500
 	stream := make([]Candidate, 0, chunk*100)
+	b.Logf("the checks: %d Add callers at once", callers)
 	checkRound := func(when string) (checksPerCPU float64) {
 		st0 := f.Stats()
 		var wall, cpu, sys time.Duration
@@ -342,13 +348,8 @@ func BenchmarkSeenSetScale(b *testing.B) {
 			}
 			mi0, ma0, sys0 := faults()
 			start, cpu0 = time.Now(), cpuTime()
-			for links := range slices.Chunk(stream, 100) {
-				ar, err := f.Add(links)
-				if err != nil {
-					b.Fatal(err)
-				}
-				res.Added += ar.Added
-				res.AlreadySeen += ar.AlreadySeen
+			if err := addCallers(f, stream, callers, &res); err != nil {
+				b.Fatal(err)
 			}
 			wall, cpu = wall+time.Since(start), cpu+cpuTime()-cpu0
 			mi1, ma1, sys1 := faults()
@@ -611,4 +612,33 @@ func TestDrainAllocPool(t *testing.T) {
 	if kept != 2 {
 		t.Fatalf("%d small allocators kept in the pool, want 2", kept)
 	}
+}
+
+// addCallers adds stream in batches of 100 from callers goroutines at once, each its own
+// contiguous share of whole batches, and sums their results into res.
+func addCallers(f *Frontier, stream []Candidate, callers int, res *AddResult) error {
+	per := (len(stream)/100 + callers - 1) / callers * 100
+	errs := make([]error, callers)
+	sums := make([]AddResult, callers)
+	var wg sync.WaitGroup
+	for c := range callers {
+		part := stream[min(c*per, len(stream)):min((c+1)*per, len(stream))]
+		wg.Go(func() {
+			for links := range slices.Chunk(part, 100) {
+				ar, err := f.Add(links)
+				if err != nil {
+					errs[c] = err
+					return
+				}
+				sums[c].Added += ar.Added
+				sums[c].AlreadySeen += ar.AlreadySeen
+			}
+		})
+	}
+	wg.Wait()
+	for c := range callers {
+		res.Added += sums[c].Added
+		res.AlreadySeen += sums[c].AlreadySeen
+	}
+	return errors.Join(errs...)
 }
