@@ -90,10 +90,9 @@ type Config struct {
 	Rand func() float64
 
 	// SeenCacheSize bounds a cache of recently seen URLs that answers repeated links
-	// without hashing them or a lookup: two generations of this many entries, 32 bytes of
-	// slots each (4 MiB at the default) and arenas for their URLs, 128 bytes an entry (16
-	// MiB at the default), all allocated at Open. Default 65536, at most 1<<26; negative
-	// disables it.
+	// without their URLHash or a lookup: two generations of this many entries, 32 bytes of
+	// slots each (4 MiB at the default), allocated at Open. Default 65536, at most 1<<26;
+	// negative disables it.
 	SeenCacheSize int
 
 	// SeenIndexDir, when set, is a directory for the seen index (seenindex.go): per Bloom

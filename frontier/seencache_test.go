@@ -1,53 +1,52 @@
 package frontier
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
 	"unsafe"
 )
 
-// TestSeenCacheKeysAreCopies: a URL sliced from a large buffer (a page, a forwarded batch)
-// is stored as a copy, so the cache does not keep the buffer alive.
-func TestSeenCacheKeysAreCopies(t *testing.T) {
+// TestSeenCacheHoldsNoURLBytes: a URL sliced from a large buffer (a page, a forwarded
+// batch) is held by its hashes alone: the cache neither pins the buffer nor reads it again,
+// so the buffer's reuse changes nothing, and the slots have no pointers for the collector.
+func TestSeenCacheHoldsNoURLBytes(t *testing.T) {
 	c := newSeenCache(64)
-	buf := strings.Repeat("x", 1<<20) + "http://a.test/p"
-	u := buf[len(buf)-len("http://a.test/p"):]
-	c.add(u)
-	if !c.has("http://a.test/p") {
-		t.Fatal("added URL not found")
+	const want = "http://a.test/p"
+	buf := append(bytes.Repeat([]byte("x"), 1<<20), want...)
+	c.add(unsafe.String(&buf[len(buf)-len(want)], len(want)))
+	copy(buf[len(buf)-len(want):], "http://b.test/q") // the buffer reused
+	if !c.has(want) {
+		t.Fatal("the URL added is not found once its buffer was reused")
 	}
-	b0 := uintptr(unsafe.Pointer(unsafe.StringData(buf)))
-	for i := range c.shards {
-		tb := &c.shards[i].young
-		for _, sl := range tb.slots {
-			if sl.h == 0 {
-				continue
-			}
-			key := tb.urls[sl.off : sl.off+sl.len]
-			if p := uintptr(unsafe.Pointer(&key[0])); p >= b0 && p < b0+uintptr(len(buf)) {
-				t.Fatalf("cache key %q points into the caller's buffer", key)
-			}
-			if string(key) != "http://a.test/p" {
-				t.Fatalf("cache key %q, want the URL added", key)
-			}
+	if c.has("http://b.test/q") {
+		t.Fatal("the buffer's new content is found")
+	}
+	if typ := reflect.TypeFor[cacheSlot](); typ.Size() != 16 {
+		t.Fatalf("a slot is %d bytes, want 16", typ.Size())
+	}
+	for i := range reflect.TypeFor[cacheSlot]().NumField() {
+		if k := reflect.TypeFor[cacheSlot]().Field(i).Type.Kind(); k != reflect.Uint64 {
+			t.Fatalf("slot field %d is a %v: slots hold only hashes", i, k)
 		}
 	}
 }
 
 // TestSeenCacheHasMany: hasMany answers as has, one URL after another, would: over batches
-// longer than cacheBatch, with repeats within a batch, URLs over cacheMaxURL, hits in the
-// old generation (promoted) and generations turning over; two caches with one seed, one
+// longer than cacheBatch, with repeats within a batch, long URLs, hits in the old
+// generation (promoted) and generations turning over; two caches with the same seeds, one
 // asked with has and one with hasMany, stay the same.
 func TestSeenCacheHasMany(t *testing.T) {
 	one, many := newSeenCache(256), newSeenCache(256)
-	many.seed = one.seed
+	many.seed, many.seed2 = one.seed, one.seed2
 	r := rand.New(rand.NewPCG(9, 10))
 	url := func(i int) string {
 		if i%97 == 0 {
-			return "http://long.test/" + strings.Repeat("x", cacheMaxURL) + strconv.Itoa(i)
+			return "http://long.test/" + strings.Repeat("x", 2000) + strconv.Itoa(i)
 		}
 		return "http://h" + strconv.Itoa(i%13) + ".test/p/" + strconv.Itoa(i)
 	}
@@ -150,32 +149,28 @@ func TestSeenCacheBounded(t *testing.T) {
 		t.Fatal("found after reset")
 	}
 
-	// Long URLs (a hostile site's) fill a generation by their bytes, not their count, and
-	// URLs over cacheMaxURL are not held at all.
-	long := strings.Repeat("a", cacheMaxURL)
-	for i := range 10_000 {
-		c.add(fmt.Sprintf("http://h.test/%d/%s", i, long)[:cacheMaxURL])
-	}
-	held := 0
-	for i := range c.shards {
-		for _, tb := range []cacheTable{c.shards[i].young, c.shards[i].old} {
-			b := 0
-			for _, sl := range tb.slots {
-				b += int(sl.len)
-			}
-			if b != len(tb.urls) || b > c.per*cacheURLBytes || cap(tb.urls) > c.per*cacheURLBytes {
-				t.Fatalf("shard %d: %d URL bytes held (arena %d, cap %d), want at most %d", i, b, len(tb.urls), cap(tb.urls), c.per*cacheURLBytes)
-			}
-			held += b
+	// Long URLs (a hostile site's) take a slot each, like any other: the bound is in
+	// entries, and the memory is the slots allocated at the start.
+	slots := func() (n int) {
+		for i := range c.shards {
+			n += len(c.shards[i].young.slots) + len(c.shards[i].old.slots)
 		}
+		return n
 	}
-	if held > 2*160*cacheURLBytes {
-		t.Fatalf("%d URL bytes held, want at most %d", held, 2*160*cacheURLBytes)
+	before := slots()
+	long := strings.Repeat("a", 100_000)
+	for i := range 2_000 {
+		c.add(fmt.Sprintf("http://h.test/%d/%s", i, long))
 	}
-	tooLong := "http://h.test/" + strings.Repeat("b", cacheMaxURL)
-	c.add(tooLong)
-	if c.has(tooLong) {
-		t.Fatal("a URL over cacheMaxURL was cached")
+	entries := 0
+	for i := range c.shards {
+		entries += c.shards[i].young.n + c.shards[i].old.n
+	}
+	if entries > 2*160 || slots() != before {
+		t.Fatalf("after long URLs: %d entries (want at most %d), %d slots (were %d)", entries, 2*160, slots(), before)
+	}
+	if last := fmt.Sprintf("http://h.test/%d/%s", 1_999, long); !c.has(last) {
+		t.Fatal("the last long URL added is gone")
 	}
 }
 
@@ -270,23 +265,28 @@ func BenchmarkSeenCache(b *testing.B) {
 	}
 }
 
-// TestSeenCacheSameHashDifferentURL: two URLs whose hashes are equal (forced here) are two
-// entries; a hit needs the URL's bytes to match, not only the hash.
-func TestSeenCacheSameHashDifferentURL(t *testing.T) {
+// TestSeenCacheSameHashDifferentSecond: two entries whose first hashes are equal (forced
+// here) are two entries, and a lookup hits only where both hashes match: the first alone
+// (the slot's place and check) does not make a hit, nor the second alone.
+func TestSeenCacheSameHashDifferentSecond(t *testing.T) {
 	c := newSeenCache(64)
 	s := &c.shards[0]
 	const h = 0x1234567 | 1
-	a, b := "http://a.test/1", "http://a.test/2" // the same length
-	c.addLocked(s, h, a)
-	if got := s.young.find(h, b); got.h != 0 {
-		t.Fatalf("%q found under %q's hash", b, a)
+	c.addLocked(s, h, 1)
+	if got := s.young.find(h, 2); got.h != 0 {
+		t.Fatalf("(h, 2) found under (h, 1): slot %+v", *got)
 	}
-	c.addLocked(s, h, b)
-	for _, u := range []string{a, b} {
-		sl := s.young.find(h, u)
-		if sl.h != h || string(s.young.urls[sl.off:sl.off+sl.len]) != u {
-			t.Fatalf("%q: slot %+v", u, *sl)
+	c.addLocked(s, h, 2)
+	for _, h2 := range []uint64{1, 2} {
+		if sl := s.young.find(h, h2); sl.h != h || sl.h2 != h2 {
+			t.Fatalf("(h, %d): slot %+v", h2, *sl)
 		}
+		if !c.hasLocked(s, h, h2) {
+			t.Fatalf("(h, %d) not found", h2)
+		}
+	}
+	if c.hasLocked(s, h, 3) || c.hasLocked(s, h+2, 1) {
+		t.Fatal("a hit on one of the two hashes alone")
 	}
 	if s.young.n != 2 {
 		t.Fatalf("%d entries, want 2", s.young.n)
