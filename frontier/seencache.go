@@ -24,9 +24,9 @@ import (
 // seeds are the process's own and never leave it. The slots hold no URL bytes: a lookup
 // reads one slot (one cache line) per generation, where a table of URLs read the slot and
 // then the URL's bytes in an arena (16 MiB more at the default size, and a second likely
-// cache and TLB miss per lookup; BENCHMARKS.md has what dropping it gained), and a URL of
-// any length can be held (the arena left URLs over 512 bytes out), none pinning the buffer
-// it was sliced from.
+// cache and TLB miss per lookup; BENCHMARKS.md has what dropping it gained), and a URL up
+// to cacheMaxURL bytes can be held (the arena left URLs over 512 bytes out), none pinning
+// the buffer it was sliced from.
 type seenCache struct {
 	shards      [16]seenShard
 	per         int // entries per generation per shard
@@ -44,8 +44,15 @@ type seenShard struct {
 	touched    uint64 // hasMany's sum of the loads it made early
 }
 
-// maxSeenCache caps the size (the exactness bound above is for this many entries).
-const maxSeenCache = 1 << 26
+const (
+	// maxSeenCache caps the size (the exactness bound above is for this many entries).
+	maxSeenCache = 1 << 26
+	// cacheMaxURL: a URL longer than this is neither hashed nor held (a miss, exact
+	// either way), so a hostile page's huge links cost no hashing before the trap checks
+	// reject them; 8 KiB is the longest URL the forward wire carries, four times the
+	// frontier's default MaxURLLength.
+	cacheMaxURL = 8 << 10
+)
 
 type cacheTable struct {
 	slots []cacheSlot // len a power of two, at least twice the generation's size
@@ -89,7 +96,7 @@ func (c *seenCache) hash(u string) (h, h2 uint64, shard int) {
 }
 
 func (c *seenCache) has(u string) bool {
-	if c == nil {
+	if c == nil || len(u) > cacheMaxURL {
 		return false
 	}
 	h, h2, k := c.hash(u)
@@ -127,14 +134,16 @@ func (c *seenCache) hasMany(cands []Candidate, hit []bool) {
 	}
 	for base := 0; base < len(cands); base += cacheBatch {
 		cs := cands[base:min(base+cacheBatch, len(cands))]
-		var hs, hs2 [cacheBatch]uint64
+		var hs, hs2 [cacheBatch]uint64 // hs[i] 0: not looked up (over cacheMaxURL)
 		var shard [cacheBatch]uint8
 		var start [len(c.shards) + 1]uint8 // shard k's URLs are order[start[k]:start[k+1]]
 		for i := range cs {
 			hit[base+i] = false
-			h, h2, k := c.hash(cs[i].URL)
-			hs[i], hs2[i], shard[i] = h, h2, uint8(k)
-			start[k+1]++
+			if u := cs[i].URL; len(u) <= cacheMaxURL {
+				h, h2, k := c.hash(u)
+				hs[i], hs2[i], shard[i] = h, h2, uint8(k)
+				start[k+1]++
+			}
 		}
 		for k := 1; k < len(start); k++ {
 			start[k] += start[k-1]
@@ -142,8 +151,10 @@ func (c *seenCache) hasMany(cands []Candidate, hit []bool) {
 		var order [cacheBatch]uint8
 		next := start
 		for i := range cs {
-			order[next[shard[i]]] = uint8(i)
-			next[shard[i]]++
+			if hs[i] != 0 {
+				order[next[shard[i]]] = uint8(i)
+				next[shard[i]]++
+			}
 		}
 		for k := range c.shards {
 			group := order[start[k]:start[k+1]]
@@ -172,7 +183,7 @@ func (t *cacheTable) touch(h uint64) uint64 {
 }
 
 func (c *seenCache) add(u string) {
-	if c == nil {
+	if c == nil || len(u) > cacheMaxURL {
 		return
 	}
 	h, h2, k := c.hash(u)

@@ -3,6 +3,7 @@ package frontier
 import (
 	"bytes"
 	"fmt"
+	"hash/maphash"
 	"math/rand/v2"
 	"reflect"
 	"strconv"
@@ -47,6 +48,9 @@ func TestSeenCacheHasMany(t *testing.T) {
 	url := func(i int) string {
 		if i%97 == 0 {
 			return "http://long.test/" + strings.Repeat("x", 2000) + strconv.Itoa(i)
+		}
+		if i%89 == 0 { // over cacheMaxURL: never held, by either
+			return "http://huge.test/" + strings.Repeat("x", cacheMaxURL) + strconv.Itoa(i)
 		}
 		return "http://h" + strconv.Itoa(i%13) + ".test/p/" + strconv.Itoa(i)
 	}
@@ -149,8 +153,9 @@ func TestSeenCacheBounded(t *testing.T) {
 		t.Fatal("found after reset")
 	}
 
-	// Long URLs (a hostile site's) take a slot each, like any other: the bound is in
-	// entries, and the memory is the slots allocated at the start.
+	// Long URLs (a hostile site's): over cacheMaxURL they are not held; up to it they take
+	// a slot each, like any other. The bound is in entries, the memory the slots allocated
+	// at the start.
 	slots := func() (n int) {
 		for i := range c.shards {
 			n += len(c.shards[i].young.slots) + len(c.shards[i].old.slots)
@@ -158,7 +163,7 @@ func TestSeenCacheBounded(t *testing.T) {
 		return n
 	}
 	before := slots()
-	long := strings.Repeat("a", 100_000)
+	long := strings.Repeat("a", cacheMaxURL/2)
 	for i := range 2_000 {
 		c.add(fmt.Sprintf("http://h.test/%d/%s", i, long))
 	}
@@ -171,6 +176,18 @@ func TestSeenCacheBounded(t *testing.T) {
 	}
 	if last := fmt.Sprintf("http://h.test/%d/%s", 1_999, long); !c.has(last) {
 		t.Fatal("the last long URL added is gone")
+	}
+	huge := "http://h.test/" + strings.Repeat("b", cacheMaxURL)
+	k := int(maphash.String(c.seed, huge) >> 60)
+	n0 := c.shards[k].young.n
+	c.add(huge)
+	if c.has(huge) || c.shards[k].young.n != n0 {
+		t.Fatal("a URL over cacheMaxURL was held")
+	}
+	edge := "http://h.test/" + strings.Repeat("e", cacheMaxURL-len("http://h.test/"))
+	c.add(edge)
+	if !c.has(edge) {
+		t.Fatal("a URL of cacheMaxURL bytes is not held")
 	}
 }
 
