@@ -25,17 +25,17 @@ import (
 
 	"github.com/crawlnode/crawlnode/archive"
 	"github.com/crawlnode/crawlnode/corpus"
-	"github.com/crawlnode/crawlnode/extract"
 	"github.com/crawlnode/crawlnode/fetch"
 	"github.com/crawlnode/crawlnode/forward"
 	"github.com/crawlnode/crawlnode/frontier"
+	"github.com/crawlnode/crawlnode/linkscan"
 	"github.com/crawlnode/crawlnode/ring"
 	"github.com/crawlnode/crawlnode/urlnorm"
 )
 
 // workerState is a worker's reusable scratch space, so the fetch path allocates little.
 type workerState struct {
-	page  extract.Page
+	page  linkscan.Page
 	cands []frontier.Candidate
 	// links are the URLs this lease discovered (redirect target, page links, sitemap
 	// entries), in scope; the committer adds them before it records the lease.
@@ -454,12 +454,12 @@ func (n *Node) handle(ctx context.Context, l *frontier.Lease, ws *workerState) f
 
 // processHTML extracts links (fast path) and queues the page for the extract stage.
 func (n *Node) processHTML(ctx context.Context, l *frontier.Lease, resp *fetch.Response, loc warcLoc, tdm *tdmPolicy, ws *workerState) {
-	extract.Parse(resp.Body, &ws.page)
-	_, hdrNoFollow, _, _ := extract.HeaderSignals(resp.Header.Values("X-Robots-Tag"), resp.Header.Get("Tdm-Reservation"))
+	linkscan.Parse(resp.Body, &ws.page)
+	_, hdrNoFollow, _, _ := linkscan.HeaderSignals(resp.Header.Values("X-Robots-Tag"), resp.Header.Get("Tdm-Reservation"))
 	if !hdrNoFollow {
 		ws.cands = ws.cands[:0]
 		depth := l.Depth + 1
-		ws.page.Resolve(l.URL, func(canonical string, _ extract.Link) {
+		ws.page.Resolve(l.URL, func(canonical string, _ linkscan.Link) {
 			ws.cands = append(ws.cands, frontier.Candidate{URL: canonical, Host: urlnorm.HostKey(canonical), Depth: depth, From: l.URL, Priority: l.Priority})
 		})
 		splitCash(ws.cands, l.Cash)
@@ -514,7 +514,7 @@ func (n *Node) enqueueJobs(ctx context.Context, jobs []corpus.Job) error {
 func (n *Node) processSitemap(l *frontier.Lease, resp *fetch.Response, ws *workerState) {
 	ws.cands = ws.cands[:0]
 	now := n.cfg.Now()
-	_, err := extract.ParseSitemap(resp.Body, func(loc string, lastmod time.Time, changefreq string, _ float64) {
+	_, err := linkscan.ParseSitemap(resp.Body, func(loc string, lastmod time.Time, changefreq string, _ float64) {
 		if c, err := urlnorm.Resolve(l.URL, loc); err == nil {
 			ws.cands = append(ws.cands, frontier.Candidate{URL: c, Host: urlnorm.HostKey(c), Depth: l.Depth + 1, From: l.URL, Priority: l.Priority,
 				ChangeHint: changeHint(changefreq, lastmod, now)})

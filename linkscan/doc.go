@@ -1,4 +1,4 @@
-// Package extract is the fetch path's fast page reader: it finds a page's
+// Package linkscan is the fetch path's fast page reader: it finds a page's
 // links and the signals that govern them, and reads sitemaps. Main-text
 // extraction is not here (see package corpus); this package must stay cheap
 // enough to run on every fetched page before the page leaves the frontier.
@@ -66,4 +66,4 @@
 //     time. Encodings: UTF-8 (also "us-ascii") and ISO-8859-1; others fail.
 //     Element names are matched on their local name, so any namespace (or
 //     none) is accepted. Entries without <loc> are skipped.
-package extract
+package linkscan
