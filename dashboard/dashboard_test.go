@@ -15,7 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crawlnode/crawlnode/dashboard/cdp"
+	"github.com/chromedp/chromedp"
+	"github.com/crawlnode/crawlnode/dashboard/browsertest"
 	"go.uber.org/goleak"
 	"golang.org/x/net/html"
 )
@@ -245,44 +246,47 @@ func (f *fakeAPI) get(fn func()) {
 }
 
 // browserPage starts Chromium (skipping outside CI when there is none) and opens url with a
-// recorder of CSP violations installed.
-func browserPage(t *testing.T, ctx context.Context, url string) *cdp.Page {
+// recorder of CSP violations installed. It returns the tab's chromedp context; the browser
+// is stopped when the test ends.
+func browserPage(t *testing.T, ctx context.Context, url string) context.Context {
 	t.Helper()
-	if cdp.Find() == "" {
+	if browsertest.Find() == "" {
 		if os.Getenv("CI") == "true" {
 			t.Fatal("no chromium on PATH in CI")
 		}
 		t.Skip("no chromium on PATH")
 	}
-	b, err := cdp.Launch(ctx, cdp.Options{})
+	tab, stop, err := browsertest.Start(ctx, browsertest.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { b.Close() })
-	p, err := b.Page(ctx)
-	if err != nil {
+	t.Cleanup(stop)
+	if err := chromedp.Do(tab, browsertest.RecordCSP(), chromedp.Navigate(url)); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { p.Close() })
-	err = p.Call(ctx, "Page.addScriptToEvaluateOnNewDocument", map[string]any{"source": `
-		window.__csp = [];
-		document.addEventListener("securitypolicyviolation", e => window.__csp.push(e.violatedDirective + " " + e.blockedURI));`}, nil)
-	if err != nil {
+	return tab
+}
+
+// eval evaluates the JavaScript expression expr in the page and decodes its value.
+func eval[T any](tab context.Context, expr string) (T, error) {
+	return chromedp.Run(tab, chromedp.Evaluate[T](expr))
+}
+
+// do evaluates expr for its effect.
+func do(t *testing.T, tab context.Context, expr string) {
+	t.Helper()
+	if _, err := eval[chromedp.Void](tab, expr); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Navigate(ctx, url); err != nil {
-		t.Fatal(err)
-	}
-	return p
 }
 
 // waitFor evaluates expr until it returns true.
-func waitFor(t *testing.T, ctx context.Context, p *cdp.Page, what, expr string) {
+func waitFor(t *testing.T, ctx, tab context.Context, what, expr string) {
 	t.Helper()
 	var ok bool
 	var err error
 	for ctx.Err() == nil {
-		if err = p.Eval(ctx, expr, &ok); err == nil && ok {
+		if ok, err = eval[bool](tab, expr); err == nil && ok {
 			return
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -290,12 +294,11 @@ func waitFor(t *testing.T, ctx context.Context, p *cdp.Page, what, expr string) 
 	t.Fatalf("%s: not within the deadline (%s; last error %v)", what, expr, err)
 }
 
-func texts(t *testing.T, ctx context.Context, p *cdp.Page, ids ...string) map[string]string {
+func texts(t *testing.T, tab context.Context, ids ...string) map[string]string {
 	t.Helper()
-	got := map[string]string{}
 	list, _ := json.Marshal(ids)
-	expr := fmt.Sprintf(`Object.fromEntries(%s.map(id => [id, document.getElementById(id).textContent]))`, list)
-	if err := p.Eval(ctx, expr, &got); err != nil {
+	got, err := eval[map[string]string](tab, fmt.Sprintf(`Object.fromEntries(%s.map(id => [id, document.getElementById(id).textContent]))`, list))
+	if err != nil {
 		t.Fatal(err)
 	}
 	return got
@@ -325,20 +328,20 @@ func TestPageInBrowser(t *testing.T) {
 	for id := range want {
 		ids = append(ids, id)
 	}
-	got := texts(t, ctx, p, ids...)
+	got := texts(t, p, ids...)
 	for id, w := range want {
 		if got[id] != w {
 			t.Errorf("#%s = %q, want %q", id, got[id], w)
 		}
 	}
-	var rows struct {
+	type pageRows struct {
 		Members, Ring, Queue, ErrHosts, Errors, Dead, Points, Poly int
 		RingFlex                                                   []string
 		ErrText, ErrHost, RespText                                 string
 		Imgs, Owned                                                int
 		CSP                                                        []string
 	}
-	err := p.Eval(ctx, `(() => {
+	rows, err := eval[pageRows](p, `(() => {
 		const q = s => document.querySelectorAll(s);
 		const poly = document.querySelector("#rate-chart polyline");
 		return {
@@ -353,7 +356,7 @@ func TestPageInBrowser(t *testing.T) {
 			RespText: document.getElementById("responses-by-class").textContent,
 			Imgs: q("img").length, Owned: window.__owned || 0, CSP: window.__csp,
 		};
-	})()`, &rows)
+	})()`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -378,25 +381,23 @@ func TestPageInBrowser(t *testing.T) {
 	}
 
 	// Controls.
-	if err := p.Eval(ctx, `document.getElementById("pause").click()`, nil); err != nil {
-		t.Fatal(err)
-	}
+	do(t, p, `document.getElementById("pause").click()`)
 	waitFor(t, ctx, p, "paused", `document.getElementById("state").textContent === "paused" && document.getElementById("pause").disabled && !document.getElementById("resume").disabled`)
 	api.get(func() {
 		if api.state != "paused" {
 			t.Errorf("API state %q after Pause", api.state)
 		}
 	})
-	p.Eval(ctx, `document.getElementById("resume").click()`, nil)
+	do(t, p, `document.getElementById("resume").click()`)
 	waitFor(t, ctx, p, "resumed", `document.getElementById("state").textContent === "running"`)
-	p.Eval(ctx, `(() => { document.getElementById("block-input").value = " https://Spam.Example/path "; document.getElementById("block-button").click(); })()`, nil)
+	do(t, p, `(() => { document.getElementById("block-input").value = " https://Spam.Example/path "; document.getElementById("block-button").click(); })()`)
 	waitFor(t, ctx, p, "blocked list", `document.getElementById("blocked-domains").textContent.includes("spam.example")`)
 	api.get(func() {
 		if !slices.Equal(api.blocked, []string{"spam.example"}) {
 			t.Errorf("blocked %v after blocking https://Spam.Example/path", api.blocked)
 		}
 	})
-	p.Eval(ctx, `document.querySelector("#blocked-domains button").click()`, nil)
+	do(t, p, `document.querySelector("#blocked-domains button").click()`)
 	waitFor(t, ctx, p, "unblocked", `!document.getElementById("blocked-domains").textContent.includes("spam.example")`)
 
 	api.get(func() {
@@ -425,7 +426,7 @@ func TestPageWithoutToken(t *testing.T) {
 
 	api.get(func() { api.token, api.hostsFail = "", true })
 	waitFor(t, ctx, p, "recovery", `document.getElementById("pages-crawled").textContent === "1,234,567" && document.getElementById("banner").offsetParent === null`)
-	got := texts(t, ctx, p, "hosts-by-queue", "members")
+	got := texts(t, p, "hosts-by-queue", "members")
 	if !strings.Contains(got["hosts-by-queue"], "unavailable: 500 hosts exploded") || !strings.Contains(got["members"], "node-a") {
 		t.Errorf("failing hosts panel: %q; members panel %q", got["hosts-by-queue"], got["members"])
 	}

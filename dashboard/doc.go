@@ -24,6 +24,7 @@
 //     panel while the others keep updating. Polls never overlap (the next one is scheduled
 //     when the last one settles).
 //
-// Subpackage cdp is a minimal Chrome DevTools Protocol client the tests use to drive
-// headless Chromium.
+// The browser tests (here and e2e TestDashboard) drive headless Chromium through chromedp;
+// subpackage browsertest starts it confined to loopback and stops it leaving no process
+// behind. Nothing outside tests imports either, so the binary carries no browser code.
 package dashboard

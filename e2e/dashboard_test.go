@@ -14,7 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crawlnode/crawlnode/dashboard/cdp"
+	"github.com/chromedp/chromedp"
+	"github.com/crawlnode/crawlnode/dashboard/browsertest"
 	"github.com/crawlnode/crawlnode/simweb"
 )
 
@@ -60,7 +61,7 @@ const dashViewJS = `(() => {
 // the API, Pause stops fetching (as simweb sees it) and Resume restarts it, the block
 // control reaches the node, and a screenshot is saved to e2e/artifacts/dashboard.png.
 func TestDashboard(t *testing.T) {
-	if cdp.Find() == "" {
+	if browsertest.Find() == "" {
 		if os.Getenv("CI") == "true" {
 			t.Fatal("no chromium (or chromium-browser) on PATH; CI must install Debian's chromium package")
 		}
@@ -103,28 +104,17 @@ func TestDashboard(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	launched := time.Now()
-	b, err := cdp.Launch(ctx, cdp.Options{Width: 1280, Height: 900})
+	p, stop, err := browsertest.Start(ctx, browsertest.Options{Width: 1280, Height: 900})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer b.Close()
-	p, err := b.Page(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	err = p.Call(ctx, "Page.addScriptToEvaluateOnNewDocument", map[string]any{"source": `
-		window.__csp = [];
-		document.addEventListener("securitypolicyviolation", e => window.__csp.push(e.violatedDirective + " " + e.blockedURI));`}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Navigate(ctx, api+"/#token="+token); err != nil {
+	defer stop()
+	if err := chromedp.Do(p, browsertest.RecordCSP(), chromedp.Navigate(api+"/#token="+token)); err != nil {
 		t.Fatal(err)
 	}
 	view := func() dashView {
-		var v dashView
-		if err := p.Eval(ctx, dashViewJS, &v); err != nil {
+		v, err := chromedp.Run(p, chromedp.Evaluate[dashView](dashViewJS))
+		if err != nil {
 			t.Fatal(err)
 		}
 		return v
@@ -146,7 +136,7 @@ func TestDashboard(t *testing.T) {
 	}
 	eval := func(expr string) {
 		t.Helper()
-		if err := p.Eval(ctx, expr, nil); err != nil {
+		if err := chromedp.Do(p, chromedp.Evaluate[chromedp.Void](expr)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -154,8 +144,7 @@ func TestDashboard(t *testing.T) {
 		t.Helper()
 		deadline := time.Now().Add(15 * time.Second)
 		for {
-			var ok bool
-			if err := p.Eval(ctx, expr, &ok); err == nil && ok {
+			if ok, err := chromedp.Run(p, chromedp.Evaluate[bool](expr)); err == nil && ok {
 				return
 			}
 			if time.Now().After(deadline) {
@@ -271,8 +260,8 @@ func TestDashboard(t *testing.T) {
 	if len(settled.RateHistory) > 0 && shown.Points == 0 {
 		t.Errorf("the API has %d rate samples, the chart none", len(settled.RateHistory))
 	}
-	var ring []string
-	if err := p.Eval(ctx, `[...document.querySelectorAll("#members tr")].map(tr => tr.cells[0].textContent + "=" + tr.cells[3].textContent)`, &ring); err != nil {
+	ring, err := chromedp.Run(p, chromedp.Evaluate[[]string](`[...document.querySelectorAll("#members tr")].map(tr => tr.cells[0].textContent + "=" + tr.cells[3].textContent)`))
+	if err != nil {
 		t.Fatal(err)
 	}
 	var wantRing []string
@@ -305,11 +294,10 @@ func TestDashboard(t *testing.T) {
 	t.Logf("resume: 10 new requests %s after the click", time.Since(resumed).Round(time.Millisecond))
 	waitPolls(3) // let the chart and tables show the resumed crawl
 
-	var csp []string
-	if err := p.Eval(ctx, `window.__csp`, &csp); err != nil || len(csp) > 0 {
+	if csp, err := chromedp.Run(p, chromedp.Evaluate[[]string](`window.__csp`)); err != nil || len(csp) > 0 {
 		t.Errorf("content security policy violations: %v %v", csp, err)
 	}
-	png, err := p.Screenshot(ctx)
+	png, err := chromedp.Run(p, browsertest.FullPage())
 	if err != nil {
 		t.Fatal(err)
 	}
