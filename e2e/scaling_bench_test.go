@@ -210,7 +210,7 @@ const scalingHeader = "| nodes | ring settled after | requests in window | pages
 
 // besideBase is the one-node throughput to hold run i against: the mean of the nearest
 // one-node run before it and the nearest after it (either alone at the sequence's ends).
-// The machine's speed drifts 15-20% within a sequence (BENCHMARKS.md), as much as the
+// The machine's speed drifts 15-20% within a sequence (docs/bench-log/cluster-scaling.md), as much as the
 // 0.9 target's margin, so a sequence like "1,2,1,4,1,2,1,4,1" judges each clustered run
 // against the machine of its own minutes, not against the mean of the whole sequence.
 func besideBase(results []scalingResult, i int) (float64, bool) {
@@ -449,7 +449,7 @@ func runScaling(b *testing.B, cfg scalingConfig, n int) scalingResult {
 		}
 	}
 	if d := settledAt.Sub(started); n > 1 && d > lateSettle {
-		// Most rings settle within 5 s; some took 40-49 s (BENCHMARKS.md). What the nodes
+		// Most rings settle within 5 s; some took 40-49 s (docs/bench-log/cluster-scaling.md). What the nodes
 		// said (warnings and up) is the first clue to why.
 		for k := range ids {
 			out, _ := exec.Command("docker", "logs", "--tail", "40", ids[k]).CombinedOutput()

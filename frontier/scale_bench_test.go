@@ -45,7 +45,7 @@ import (
 //   - CRAWLNODE_SCALE_CALLERS: how many goroutines call Add at once in the checks (default
 //     GOMAXPROCS, as a node's fetch workers and forward receivers do; 1: one caller, which
 //     leaves the other cores idle, so that each hand-off to Badger's goroutines wakes an
-//     idle thread: 1.0M against 1.3M checks per CPU-second at 3M URLs, BENCHMARKS.md);
+//     idle thread: 1.0M against 1.3M checks per CPU-second at 3M URLs, docs/bench-log/seen-set-at-scale.md);
 //   - CRAWLNODE_SCALE_ROWS: how many rows the table of memory has (default 10);
 //   - CRAWLNODE_SCALE_MAXTIME: stop adding after this long (a Go duration) and measure what
 //     was reached; unset, add all;
@@ -506,7 +506,7 @@ func allocPoolField(db *badger.DB) (**z.AllocatorPool, error) {
 // which is released too. Not a node's: a compaction builder of a 2 MiB table grows its
 // allocator to 28 MiB too (buffers of 4, 8 and 16 MiB), so with max 16 MiB nearly every
 // allocator a builder returns is released and the next builder allocates afresh (186,276
-// MiB by 30M URLs). Against the pool left alone (2026-11-27 evening, BENCHMARKS.md): peak live
+// MiB by 30M URLs). Against the pool left alone (docs/bench-log/seen-set-at-scale.md): peak live
 // heap 563 against 692 MiB at 5M URLs, 765 against 784 MiB at 10M; VmHWM 1,349 against
 // 1,404 and 1,487 against 1,512 MiB; adds per CPU-second 1% fewer to 5M, 21% fewer from 5M
 // to 10M. Counting the pooled allocators instead of sizing them is not tried yet.

@@ -16,7 +16,7 @@ import (
 //
 // An entry is two 64-bit hashes of the URL under two random seeds (maphash: some 10 ns a
 // URL, where SHA-256, URLHash, was the largest single cost of a link check that the cache
-// answers: 0.37 us of about 1 us on a CPU without SHA instructions, BENCHMARKS.md). A hit
+// answers: 0.37 us of about 1 us on a CPU without SHA instructions, docs/bench-log/seen-set-at-scale.md). A hit
 // needs both to match: 127 bits (the first hash's lowest bit is always set), so a URL the
 // cache does not hold is taken for one it holds with a chance of 2^-110 per lookup at the
 // default size (2^17 entries; 2^-100 at the largest), of the order of the chance that a
@@ -24,7 +24,7 @@ import (
 // seeds are the process's own and never leave it. The slots hold no URL bytes: a lookup
 // reads one slot (one cache line) per generation, where a table of URLs read the slot and
 // then the URL's bytes in an arena (16 MiB more at the default size, and a second likely
-// cache and TLB miss per lookup; BENCHMARKS.md has what dropping it gained), and a URL up
+// cache and TLB miss per lookup; docs/bench-log/seen-set-at-scale.md has what dropping it gained), and a URL up
 // to cacheMaxURL bytes can be held (the arena left URLs over 512 bytes out), none pinning
 // the buffer it was sliced from.
 type seenCache struct {
@@ -127,7 +127,7 @@ const cacheBatch = 128
 // generations: those loads do not depend on one another, so their cache misses overlap,
 // where has, one URL at a time, waits for each in turn (its lock's atomic instructions
 // order every load around them). The slots are 4 MiB at the default size, more than a
-// core's cache holds, so most lookups miss; BENCHMARKS.md has the figures.
+// core's cache holds, so most lookups miss; docs/bench-log/seen-set-at-scale.md has the figures.
 func (c *seenCache) hasMany(cands []Candidate, hit []bool) {
 	if c == nil {
 		return

@@ -30,7 +30,7 @@ import (
 // a mapped block that the page cache holds costs a memory read, or a minor fault the first
 // time. But the pages a lookup touched count in the process's file-backed resident set, and
 // cold checks touch a large index all over: at 90M URLs the 1.6 GB of runs became resident
-// within seconds and lifted RSS to 3 GB (BENCHMARKS.md, "Seen set at scale"), faster than
+// within seconds and lifted RSS to 3 GB (docs/bench-log/seen-set-at-scale.md), faster than
 // any trimming pass could drop them. So the runs mapped at any time total at most mapMax
 // bytes (Config.SeenIndexMapBytes, default DefaultSeenIndexMapBytes): a run is mapped when
 // it fits in what the other runs' mappings leave (the run it replaces gives its share
@@ -38,7 +38,7 @@ import (
 // stay in the page cache, which the kernel may reclaim, and out of the process's resident
 // set. Once the index outgrows the budget, the budget still serves the share of lookups it
 // holds (about mapMax over the index's size): at 10M URLs, 128 of 171 MiB mapped, the
-// index's lookups took 40% less CPU than with pread alone (BENCHMARKS.md, "Seen index
+// index's lookups took 40% less CPU than with pread alone (docs/bench-log/seen-set-at-scale.md, "Seen index
 // mapped up to its budget"). Runs are built and installed one at a time (at Open, then by
 // the one rebuild goroutine), so the choice in finish and the count in install cannot race.
 // The pages a mapped run's lookups touched are dropped by trim (MADV_DONTNEED: they stay in
@@ -121,7 +121,7 @@ const (
 	// idxMinStale) URLs were added to the sub-filter since the run was built. A cold
 	// link newer than its run costs a Badger read: at 100M URLs, with 1/8, 4.4% of the
 	// confirmations went to Badger and took 18% of the checks' CPU against the seen
-	// index's 24% for the other 95.6% (BENCHMARKS.md, "Seen set at scale"). A rebuild
+	// index's 24% for the other 95.6% (docs/bench-log/seen-set-at-scale.md). A rebuild
 	// merges the run with the keys logged since (a sequential read and write of 18 bytes
 	// a key), so a new URL costs idxStale keys merged, and a cold link a Badger read with
 	// a chance of about 1/(2 idxStale): with a fifth of the links cold for every new one,
@@ -212,7 +212,7 @@ func (ix *seenIndex) has(part uint16, h [16]byte) (found bool, err error) {
 // small share of the runs' memory (1/7 of first), which the CPU's caches keep. A bisection
 // of first read 11 of its prefixes, each in a line of its own, at 100M URLs (3.5 MB of
 // first for all runs, which the page cache's copies push out of the CPU's caches): 0.42 s
-// of 6.27 s of the mostly-seen checks there, 0.55 us a lookup (BENCHMARKS.md).
+// of 6.27 s of the mostly-seen checks there, 0.55 us a lookup (docs/bench-log/seen-set-at-scale.md).
 const idxFan = 8
 
 // newRun makes a run of n entries in blocks whose first prefixes are first.

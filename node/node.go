@@ -80,7 +80,7 @@ type Config struct {
 	RevisitShare           float64
 	// Priority is the crawl order: PriorityBFS (default: breadth-first) or PriorityOPIC
 	// (important pages first by OPIC cash, breadth-first as the tie-break). On simweb's
-	// graph breadth-first fetches more PageRank early (BENCHMARKS.md), so it stays the
+	// graph breadth-first fetches more PageRank early (BENCHMARKS.md, "Importance-first against breadth-first"), so it stays the
 	// default.
 	Priority string
 	// Scope says which links are followed (default ScopeAll); Include and Exclude are

@@ -704,7 +704,7 @@ func (r *replicator) backups() map[string][]uint16 {
 // another node's host is written to it and deleted once acknowledged): when every node's
 // went to the backup of partition 0, that one member applied the outbox traffic of all the
 // others, and in 4-node runs fetched 20-25% fewer pages than the rest on the same CPU
-// (BENCHMARKS.md, "Cluster scaling", 2026-11-29 morning). others is every member but self;
+// (docs/bench-log/cluster-scaling.md, 099af90). others is every member but self;
 // "" when none is alive.
 func outboxBackup(self string, others []string, alive map[string]gossip.Member) string {
 	sorted := slices.Sorted(slices.Values(others))
@@ -724,8 +724,8 @@ func outboxBackup(self string, others []string, alive map[string]gossip.Member) 
 // alive to gossip for the moment, a hold for a handoff) keeps its copy's version, and
 // the change log its keys since: when the backup is back the round sends what changed
 // meanwhile, not the partition in full. Forgetting it made every missed heartbeat of a
-// CPU-starved node cost full copies of all its partitions (BENCHMARKS.md, "Cluster
-// scaling", 2026-11-29). Callers hold mu.
+// CPU-starved node cost full copies of all its partitions (docs/bench-log/
+// cluster-scaling.md, 1b8fea8). Callers hold mu.
 func (r *replicator) keepHeldLocked(groups map[string][]uint16) map[uint16]uint64 {
 	sent := map[uint16]bool{}
 	for _, parts := range groups {

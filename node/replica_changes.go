@@ -39,7 +39,7 @@ import (
 // carry Badger's deletion bit, only UserMeta: a deletion arrives as an empty value, as
 // would a value set empty, so an empty value is always read), and values past
 // maxChangedValueBytes. A point read of every changed key was 6.5% of a clustered node's
-// CPU (BENCHMARKS.md, "Cluster scaling", 2026-11-27 evening).
+// CPU (docs/bench-log/cluster-scaling.md, f1b28c8).
 //
 // Bounded: past maxChangedPerSlot keys in one slot, or maxChangedKeys in all, a slot's
 // keys are dropped and from[slot] moves to the version at hand; the copies standing

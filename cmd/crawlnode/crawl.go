@@ -408,7 +408,7 @@ func dumpGoroutinesOnSignal(path string) (stop func()) {
 // DefaultGCHeadroom is --gc-headroom's default: a node's live heap is 70-100 MiB on the
 // fetch path, so GOGC=100 collected about twice a second in the single-node benchmark;
 // 256 MiB of headroom cut the fetch stage's time by about a tenth and the extract stage's
-// slowing of it by about half (BENCHMARKS.md, "Collections the fetch stage pays for").
+// slowing of it by about half (docs/bench-log/extract-stage.md, "Collections the fetch stage pays for").
 const DefaultGCHeadroom = 256 << 20
 
 // crawl runs a node until it is done or signalled.

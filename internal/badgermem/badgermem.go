@@ -237,7 +237,7 @@ func (t *Trimmer) Trim() (tables int, bytes int64) { return t.trim(true) }
 // pass before did not see: compactions run side by side and install in any order), whose
 // pages are the flush's or compaction's writes. Lookups and scans touch older tables'
 // pages too, so a full pass still comes once a second. At 100M URLs a full pass walked
-// 8,652 tables and took about 250 ms (BENCHMARKS.md), while compactions touched 250-400 MB
+// 8,652 tables and took about 250 ms (docs/bench-log/seen-set-at-scale.md), while compactions touched 250-400 MB
 // a second.
 const fullPassEvery = time.Second
 
@@ -380,7 +380,7 @@ func (t *Trimmer) StrayStats() (mappings, bytes int64) {
 // call that lasts over ~20 us (a range with resident pages) may let the scheduler hand
 // the P to another goroutine, and with every P busy (compactions, the collector) the pass
 // would wait its turn after the call. A precaution: a micro-experiment (1,300 mapped
-// tables, every P busy) showed no difference between the two paths (BENCHMARKS.md). One
+// tables, every P busy) showed no difference between the two paths (docs/bench-log/seen-set-at-scale.md). One
 // call holds the P for at most the time the kernel takes to unmap one table's pages.
 func Advise(b []byte, advice int) error {
 	if len(b) == 0 {
@@ -461,7 +461,7 @@ const DefaultFileBudget = 256 << 20
 // depth of the LSM: 1.33 GiB live, above GoMemoryLimit, at 5M URLs in BenchmarkSeenSetScale
 // with 32 MiB memtables and the default growth; 0.58 GiB with these two settings, and adds
 // 14% faster per CPU-second. The live heap still rose with the LSM, more slowly: 0.97 GiB
-// at 50M URLs, 1.2-1.33 GiB from 55M to 90M (BENCHMARKS.md, "Seen set at scale").
+// at 50M URLs, 1.2-1.33 GiB from 55M to 90M (docs/bench-log/seen-set-at-scale.md).
 func Options(dir string) badger.Options {
 	o := badger.DefaultOptions(dir).
 		WithLogger(nil).

@@ -8,8 +8,8 @@
 // single-node benchmark, and each collection stopped the world and borrowed the fetch
 // stage's goroutines for mark assists. Worse, the stop-the-world phases wait for every
 // running goroutine, the extract workers' included, whose threads are in SCHED_IDLE and get
-// the CPU last: pauses of 20-60 ms where the crawl's own took under 3 ms (BENCHMARKS.md,
-// "Extract stage cost per page").
+// the CPU last: pauses of 20-60 ms where the crawl's own took under 3 ms (docs/bench-log/
+// extract-stage.md).
 //
 // A Tuner sets GOGC after every collection to headroom/live (as a percentage), never below
 // the GOGC in effect when it started: the next collection comes when the heap has grown by
