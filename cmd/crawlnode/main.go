@@ -8,6 +8,14 @@
 //
 // The binary is thin: it parses flags, builds a node.Config, handles signals and prints
 // progress. Everything else lives in package node.
+//
+// Decisions where the design is silent:
+//   - A duration flag takes a Go duration or a bare number of seconds (--delay 0.5 is
+//     500ms), as robots.txt's Crawl-delay and Scrapy's DOWNLOAD_DELAY count; --recrawl-min
+//     and --recrawl-max, whose values are hours to months, need a unit. A bad value's error
+//     names the flag (or the variable, or the file) and what is expected.
+//   - An empty CRAWLNODE_* variable counts as unset: compose files pass `NAME=` for a value
+//     left out. An empty value is given by the flag or the config file.
 package main
 
 import (
