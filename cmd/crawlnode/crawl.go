@@ -337,10 +337,15 @@ func runCrawl(args []string) error {
 	if _, err := node.CheckDataDir(f.cfg.DataDir, f.cfg.Name); err != nil {
 		return err
 	}
-	// A cluster member takes its work from its peers; a node alone needs seeds.
+	// A cluster member takes its work from its peers, and a node that serves its API waits
+	// for seeds sent to it (POST /v1/crawl/seeds, crawlnode seed) as a cluster does; a node
+	// alone without an API needs seeds, or a crawl to resume.
 	if len(f.cfg.Seeds) == 0 && len(f.cfg.Cluster.Join) == 0 && f.cfg.Cluster.BootstrapExpect <= 1 {
 		if _, err := os.Stat(f.cfg.DataDir); errors.Is(err, os.ErrNotExist) {
-			return usageError{"no seeds: give --seed URL or --seeds FILE (or --data of a crawl to resume, or --join a cluster)"}
+			if f.cfg.HTTPAddr == "" {
+				return usageError{"no seeds and no API to receive them: give --seed URL or --seeds FILE, or --http ADDR to take seeds by POST /v1/crawl/seeds (or --data of a crawl to resume, or --join a cluster)"}
+			}
+			f.cfg.Logger.Info("no seeds yet: waiting for them on the HTTP API (POST /v1/crawl/seeds, or crawlnode seed --api http://ADDR URL)", "http", f.cfg.HTTPAddr)
 		}
 	}
 	stopProfile, err := startProfiles(f.cpuProfile, f.memProfile)

@@ -1,6 +1,6 @@
 // Command crawlnode runs a Crawlnode node.
 //
-//	crawlnode [--data DIR] (--seed URL ... | --seeds FILE) [--exit-when-done] [flags]
+//	crawlnode [--data DIR] [--seed URL ... | --seeds FILE] [--exit-when-done] [flags]
 //	crawlnode demo [--out DIR]            crawl an in-process simulated web, offline
 //	crawlnode export --data DIR --format jsonl|warc|urls [--include-duplicates] --out PATH
 //	crawlnode deadletters --data DIR
@@ -16,6 +16,9 @@
 //     names the flag (or the variable, or the file) and what is expected.
 //   - An empty CRAWLNODE_* variable counts as unset: compose files pass `NAME=` for a value
 //     left out. An empty value is given by the flag or the config file.
+//   - A node alone without seeds (and no crawl to resume) waits for them on its HTTP API
+//     (POST /v1/crawl/seeds, crawlnode seed), as a cluster does; without an API (--http "")
+//     it refuses to start, since nothing could ever give it work.
 package main
 
 import (
@@ -79,7 +82,8 @@ func usage(w *os.File) {
 	fmt.Fprint(w, `crawlnode: a polite, durable web crawler node.
 
 Usage:
-  crawlnode [--data DIR] (--seed URL ... | --seeds FILE) [--exit-when-done] [flags]
+  crawlnode [--data DIR] [--seed URL ... | --seeds FILE] [--exit-when-done] [flags]
+                                        no seed: wait for seeds on the HTTP API (--http)
   crawlnode demo [--out DIR] [--hosts N]
   crawlnode export --data DIR --format jsonl|warc|urls [--include-duplicates] --out PATH
   crawlnode deadletters --data DIR
