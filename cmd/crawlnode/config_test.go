@@ -198,3 +198,39 @@ func TestEmptyEnvIsUnset(t *testing.T) {
 		t.Errorf("delay %v http %q, want the file's 3s and 127.0.0.1:9999", a.Delay, a.HTTPAddr)
 	}
 }
+
+// --max-depth 0 (the seeds only) passes from the flag, the environment and the file as an
+// explicit 0, not as "use the default".
+func TestMaxDepthZero(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "c.yaml")
+	os.WriteFile(file, []byte("max-depth: 0\n"), 0o644)
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  string
+	}{
+		{"flag", []string{"--max-depth", "0"}, ""},
+		{"environment", nil, "0"},
+		{"file", []string{"--config", file}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.env != "" {
+				t.Setenv("CRAWLNODE_MAX_DEPTH", tc.env)
+			}
+			f := newCrawlFlags("crawl")
+			if err := f.parse(append([]string{"--seed", "http://a.test/"}, tc.args...)); err != nil {
+				t.Fatal(err)
+			}
+			if f.cfg.MaxDepth != 0 || !f.cfg.MaxDepthSet {
+				t.Errorf("max depth %d set %v, want an explicit 0", f.cfg.MaxDepth, f.cfg.MaxDepthSet)
+			}
+		})
+	}
+	f := newCrawlFlags("crawl")
+	if err := f.parse([]string{"--seed", "http://a.test/"}); err != nil || f.cfg.MaxDepth != 16 {
+		t.Errorf("default max depth %d (err %v), want 16", f.cfg.MaxDepth, err)
+	}
+	if err := newCrawlFlags("crawl").parse([]string{"--seed", "http://a.test/", "--max-depth", "-1"}); err == nil || !strings.Contains(err.Error(), "--max-depth must be >= 0") {
+		t.Errorf("--max-depth -1: err %v", err)
+	}
+}

@@ -79,7 +79,7 @@ func newCrawlFlags(name string) *crawlFlags {
 	fs.StringVar(&f.seedsFile, "seeds", "", "file of seed URLs, one a line (# comments and blank lines ignored)")
 	fs.BoolVar(&c.ExitWhenDone, "exit-when-done", false, "exit 0 once the frontier is empty and nothing is in flight (or --max-pages is reached)")
 	fs.Int64Var(&c.MaxPages, "max-pages", 0, "stop after this many fetches (0 = no limit)")
-	fs.IntVar(&c.MaxDepth, "max-depth", 16, "maximum link hops from a seed")
+	fs.IntVar(&c.MaxDepth, "max-depth", 16, "maximum link hops from a seed (0: the seeds only, and where they redirect: list mode, as wget -i)")
 	fs.IntVar(&c.MaxPagesPerHost, "max-pages-per-host", 100000, "maximum URLs admitted per host")
 	f.durationVar(&c.Delay, "delay", time.Second, "delay between requests to a host when robots.txt gives no Crawl-delay (0 allowed; a bare number is seconds: 0.5 = 500ms)")
 	fs.IntVar(&c.PerHost, "per-host", 1, "requests in flight per host")
@@ -164,7 +164,7 @@ func (f *crawlFlags) parse(args []string) error {
 		return usageError{fmt.Sprintf("unexpected argument %q (seeds go after --seed)", f.fs.Arg(0))}
 	}
 	c := &f.cfg
-	c.DelaySet = true // the flag always carries a value (default 1s), so 0 means 0
+	c.DelaySet, c.MaxDepthSet = true, true // the flags always carry a value (defaults 1s and 16), so 0 means 0
 	// Flags carry explicit values: a 0 here is the user's, not "use the default".
 	for _, chk := range []struct {
 		bad  bool
@@ -173,7 +173,7 @@ func (f *crawlFlags) parse(args []string) error {
 	}{
 		{c.PerHost < 1, "per-host", ">= 1"},
 		{c.Concurrency < 1, "concurrency", ">= 1"},
-		{c.MaxDepth < 1, "max-depth", ">= 1"},
+		{c.MaxDepth < 0, "max-depth", ">= 0"},
 		{c.MaxPages < 0, "max-pages", ">= 0"},
 		{c.MaxPagesPerHost < 1, "max-pages-per-host", ">= 1"},
 		{c.Delay < 0, "delay", ">= 0"},

@@ -16,6 +16,10 @@
 //     names the flag (or the variable, or the file) and what is expected.
 //   - An empty CRAWLNODE_* variable counts as unset: compose files pass `NAME=` for a value
 //     left out. An empty value is given by the flag or the config file.
+//   - --max-depth 0 is list mode (wget -i): the seeds only, and where they redirect (up to
+//     the redirect limit, as wget -i and curl -L follow them), since a list of URLs is a
+//     list of resources, not of addresses; no link or sitemap is followed. The flag always
+//     carries a value, so the node gets an explicit 0 (node.Config.MaxDepthSet).
 //   - A node alone without seeds (and no crawl to resume) waits for them on its HTTP API
 //     (POST /v1/crawl/seeds, crawlnode seed), as a cluster does; without an API (--http "")
 //     it refuses to start, since nothing could ever give it work.
