@@ -23,7 +23,7 @@ const (
 // Version by one, so a SetConfig built from an older read is refused (compare-and-set).
 type JobConfig struct {
 	UserAgent       string        `json:"user_agent"`
-	MaxDepth        int           `json:"max_depth"`          // links from a seed; 0 = unlimited
+	MaxDepth        int           `json:"max_depth"`          // links from a seed; see MaxDepthSet
 	MaxPagesPerHost int           `json:"max_pages_per_host"` // 0 = unlimited
 	DefaultDelay    time.Duration `json:"default_delay"`      // between fetches to one host when robots.txt is silent
 	PerHost         int           `json:"per_host"`           // concurrent fetches per host; 0 = the node's default
@@ -44,6 +44,9 @@ type JobConfig struct {
 	// Priority is the crawl order: "opic" (importance first), "bfs" (breadth first), or
 	// "" (each node's --priority).
 	Priority string `json:"priority,omitempty"`
+	// MaxDepthSet: MaxDepth is the job's as given, 0 (the seeds only) included; false: a
+	// MaxDepth of 0 means each node's --max-depth.
+	MaxDepthSet bool `json:"max_depth_set,omitempty"`
 	// Version is the number of changes applied so far (0 = never configured). Set by the FSM.
 	Version uint64 `json:"version"`
 	// UpdatedAt is the proposer's clock at the last change (carried in the command).

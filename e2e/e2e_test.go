@@ -417,7 +417,9 @@ func TestBadInput(t *testing.T) {
 		{"other node", []string{"--data", otherNode, "--name", "n1", "--seed", "http://a.sim.test/"}, "another node", ""},
 		{"incompatible format", []string{"--data", newer, "--seed", "http://a.sim.test/"}, "incompatible", ""},
 		{"not a data dir", []string{"--data", notData, "--seed", "http://a.sim.test/"}, "not a crawlnode data directory", ""},
-		{"no seeds", []string{"--data", filepath.Join(dir, "d8")}, "no seeds", filepath.Join(dir, "d8")},
+		{"no seeds, no API", []string{"--data", filepath.Join(dir, "d8"), "--http", ""}, "no seeds and no API", filepath.Join(dir, "d8")},
+		{"bare seconds", []string{"--data", filepath.Join(dir, "d9"), "--seed", "http://a.sim.test/", "--timeout", "x"}, `--timeout: want a duration such as 1s, 500ms or a number of seconds such as 0.5; got "x"`, filepath.Join(dir, "d9")},
+		{"negative depth", []string{"--data", filepath.Join(dir, "d10"), "--seed", "http://a.sim.test/", "--max-depth", "-1"}, "--max-depth must be >= 0", filepath.Join(dir, "d10")},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

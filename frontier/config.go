@@ -44,7 +44,10 @@ type Config struct {
 	DefaultDelaySet bool
 
 	// MaxDepth rejects candidates with Depth > MaxDepth. Default 16; negative = unlimited.
-	MaxDepth int
+	// Because 0 means "default", set MaxDepthSet to use MaxDepth as given: 0 admits only
+	// depth-0 candidates (seeds, and a seed's redirect targets, which keep its depth).
+	MaxDepth    int
+	MaxDepthSet bool
 	// MaxPagesPerHost is how many URLs a host admits over the whole crawl (counted at Add,
 	// persisted). Default 100000; negative = unlimited.
 	MaxPagesPerHost int
@@ -137,7 +140,9 @@ func (c *Config) setDefaults() {
 		}
 	}
 	def(&c.PerHost, 1)
-	def(&c.MaxDepth, 16)
+	if !c.MaxDepthSet {
+		def(&c.MaxDepth, 16)
+	}
 	def(&c.MaxPagesPerHost, 100000)
 	def(&c.MaxURLLength, 2048)
 	def(&c.MaxRepeatedSegments, 3)

@@ -70,7 +70,12 @@
 // Decisions where the design is silent:
 //   - Limits: 0 in Config means "the default", a negative value means "unlimited"
 //     (MaxDepth, MaxPagesPerHost, MaxURLLength, MaxRepeatedSegments, MaxQueryParams,
-//     GeneratedBudget). A zero DefaultDelay needs DefaultDelaySet.
+//     GeneratedBudget). A zero DefaultDelay needs DefaultDelaySet, a zero MaxDepth
+//     MaxDepthSet (Limits likewise).
+//   - MaxDepth 0 is list mode: only depth-0 candidates are admitted, the seeds and where
+//     they redirect (a redirect target keeps its source's depth and counts Hops instead,
+//     bounded by the caller), as wget -i and curl -L fetch a list; links and sitemaps
+//     (depth 1 and more) are rejected.
 //   - Politeness: at lease time next-allowed = now + delay (start to start); with PerHost 1,
 //     Done also sets next-allowed >= now + delay (the gap after the response finished too).
 //     Any Outcome's RetryAfter pushes next-allowed for the whole host. Release does the

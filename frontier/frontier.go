@@ -1724,6 +1724,7 @@ type Limits struct {
 	DefaultDelay    time.Duration
 	PerHost         int
 	MaxDepth        int
+	MaxDepthSet     bool // MaxDepth as given, 0 included; else 0 leaves the depth limit
 	MaxPagesPerHost int
 }
 
@@ -1738,7 +1739,7 @@ func (f *Frontier) SetLimits(l Limits) {
 	if l.MaxPagesPerHost != 0 {
 		f.cfg.MaxPagesPerHost = l.MaxPagesPerHost
 	}
-	if l.MaxDepth != 0 {
+	if l.MaxDepth != 0 || l.MaxDepthSet {
 		lim := *f.limits.Load()
 		lim.maxDepth = l.MaxDepth
 		f.limits.Store(&lim)

@@ -7,6 +7,9 @@ package node
 // A zero field in the job configuration means "each node's own flag": a cluster that was
 // only ever paused (which writes the job configuration) keeps every node's settings. So a
 // delay of 0 cannot be set through the job (give --delay 0), which errs on the polite side.
+// max_depth is the exception: 0 is a setting of its own (the seeds only, list mode), so the
+// job records it with MaxDepthSet, and PATCH {"max_depth": null} goes back to each node's
+// --max-depth (null removes a member in a JSON merge patch, RFC 7396).
 
 import (
 	"context"
@@ -76,7 +79,7 @@ func (n *Node) effectiveJob(j control.JobConfig) (JobSettings, error) {
 	if j.PerHost > 0 {
 		e.PerHost = j.PerHost
 	}
-	if j.MaxDepth > 0 {
+	if j.MaxDepth > 0 || j.MaxDepthSet {
 		e.MaxDepth = j.MaxDepth
 	}
 	if j.MaxPagesPerHost > 0 {
@@ -118,7 +121,7 @@ func (n *Node) applyJobSettings(j control.JobConfig) {
 		n.client.SetUserAgent(ua)
 	}
 	n.delay.Store(int64(delay))
-	n.front.SetLimits(frontier.Limits{DefaultDelay: delay, PerHost: e.PerHost, MaxDepth: e.MaxDepth, MaxPagesPerHost: e.MaxPagesPerHost})
+	n.front.SetLimits(frontier.Limits{DefaultDelay: delay, PerHost: e.PerHost, MaxDepth: e.MaxDepth, MaxDepthSet: true, MaxPagesPerHost: e.MaxPagesPerHost})
 	n.scope.rules.Store(&scopeRules{mode: Scope(e.Scope), include: inc, exclude: exc})
 	rmin, _ := time.ParseDuration(e.RecrawlMin)
 	rmax, _ := time.ParseDuration(e.RecrawlMax)
@@ -134,7 +137,7 @@ type jobPatch struct {
 	UserAgent       *string   `json:"user_agent"`
 	DefaultDelay    *string   `json:"default_delay"`
 	PerHost         *int      `json:"per_host"`
-	MaxDepth        *int      `json:"max_depth"`
+	MaxDepth        patchInt  `json:"max_depth"` // >= 0 (0: the seeds only); null: each node's flag
 	MaxPagesPerHost *int      `json:"max_pages_per_host"`
 	Scope           *string   `json:"scope"`
 	Include         *[]string `json:"include"`
@@ -146,6 +149,21 @@ type jobPatch struct {
 	Priority        *string   `json:"priority"`      // "opic", "bfs" or "" (each node's flag)
 }
 
+// patchInt is a PATCH field that tells a number from null (remove the setting: back to
+// each node's flag, as in a JSON merge patch) and from absence (leave it).
+type patchInt struct {
+	given, null bool
+	v           int
+}
+
+func (p *patchInt) UnmarshalJSON(b []byte) error {
+	*p = patchInt{given: true, null: string(b) == "null"}
+	if p.null {
+		return nil
+	}
+	return json.Unmarshal(b, &p.v)
+}
+
 func (n *Node) getJob(w http.ResponseWriter, r *http.Request) {
 	j := n.cl.tab.Load().config
 	e, _ := n.effectiveJob(j)
@@ -153,6 +171,12 @@ func (n *Node) getJob(w http.ResponseWriter, r *http.Request) {
 }
 
 func (n *Node) patchJob(w http.ResponseWriter, r *http.Request) {
+	select {
+	case <-n.cl.ready: // the Raft group is up (the API serves before it is)
+	default:
+		writeError(w, http.StatusServiceUnavailable, "not_ready", "the cluster is still forming: try again")
+		return
+	}
 	var p jobPatch
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
@@ -175,13 +199,19 @@ func (n *Node) patchJob(w http.ResponseWriter, r *http.Request) {
 			v    *int
 			dst  *int
 			name string
-		}{{p.PerHost, &j.PerHost, "per_host"}, {p.MaxDepth, &j.MaxDepth, "max_depth"}, {p.MaxPagesPerHost, &j.MaxPagesPerHost, "max_pages_per_host"}} {
+		}{{p.PerHost, &j.PerHost, "per_host"}, {p.MaxPagesPerHost, &j.MaxPagesPerHost, "max_pages_per_host"}} {
 			if f.v != nil {
 				if *f.v < 0 {
 					return fmt.Errorf("%s must be >= 0 (0: each node's flag)", f.name)
 				}
 				*f.dst = *f.v
 			}
+		}
+		if p.MaxDepth.given {
+			if !p.MaxDepth.null && p.MaxDepth.v < 0 {
+				return fmt.Errorf("max_depth must be >= 0 (0: the seeds only; null: each node's flag)")
+			}
+			j.MaxDepth, j.MaxDepthSet = p.MaxDepth.v, !p.MaxDepth.null
 		}
 		if p.Scope != nil {
 			if *p.Scope != "" {

@@ -35,8 +35,10 @@ type Config struct {
 	ExitWhenDone bool
 	// MaxPages stops fetching after this many fetches were recorded (0 = no limit).
 	MaxPages int64
-	// MaxDepth bounds link hops from a seed. Default 16.
-	MaxDepth int
+	// MaxDepth bounds link hops from a seed. Default 16; MaxDepthSet must be true for an
+	// explicit 0 (the seeds only, and where they redirect: list mode).
+	MaxDepth    int
+	MaxDepthSet bool
 	// MaxPagesPerHost bounds the URLs admitted per host. Default 100,000.
 	MaxPagesPerHost int
 	// Delay is the per-host delay between requests when robots.txt gives no Crawl-delay.
@@ -159,7 +161,7 @@ func (c *Config) setDefaults() {
 	if c.DataDir == "" {
 		c.DataDir = "./crawl-data"
 	}
-	if c.MaxDepth == 0 {
+	if !c.MaxDepthSet && c.MaxDepth == 0 {
 		c.MaxDepth = 16
 	}
 	if c.MaxPagesPerHost == 0 {
@@ -363,6 +365,7 @@ func New(cfg Config) (*Node, error) {
 		DefaultDelay:    delay,
 		DefaultDelaySet: true,
 		MaxDepth:        cfg.MaxDepth,
+		MaxDepthSet:     true,
 		MaxPagesPerHost: cfg.MaxPagesPerHost,
 		BackoffBase:     cfg.RetryBase,
 		Recrawl:         frontier.Recrawl{Enabled: cfg.Recrawl, Min: cfg.RecrawlMin, Max: cfg.RecrawlMax, Share: cfg.RevisitShare},

@@ -15,7 +15,10 @@ import (
 // (--config FILE, keys are the flag names: `max-pages: 1000`). Flags win over the
 // environment, which wins over the file. Repeatable flags (seed, resolve) take a YAML list
 // or, in the environment, values separated by spaces; given on the command line they
-// replace what the file or the environment said.
+// replace what the file or the environment said. An empty variable counts as unset
+// (compose files pass CRAWLNODE_DELAY= for a value left out); an empty value is given by
+// the flag or the file (--http ''). Duration flags take a bare number as seconds
+// (durationFlag).
 
 const envPrefix = "CRAWLNODE_"
 
@@ -83,16 +86,16 @@ func applyConfigFile(fs *flag.FlagSet, path string) error {
 	return nil
 }
 
-// applyEnv sets flags from CRAWLNODE_* variables.
+// applyEnv sets flags from CRAWLNODE_* variables; empty ones count as unset.
 func applyEnv(fs *flag.FlagSet) error {
 	var err error
 	fs.VisitAll(func(f *flag.Flag) {
 		if err != nil || f.Name == "config" {
 			return
 		}
-		v, ok := os.LookupEnv(envName(f.Name))
-		if !ok {
-			return
+		v := os.Getenv(envName(f.Name))
+		if v == "" {
+			return // unset, or set to nothing: the file's value or the default stands
 		}
 		vals := []string{v}
 		if _, list := f.Value.(*listFlag); list {
@@ -127,11 +130,14 @@ var flagGroups = []struct {
 // printGroupedHelp prints every flag under its topic, with its default and environment
 // variable; flags of no group come last.
 func printGroupedHelp(fs *flag.FlagSet, w *os.File) {
-	fmt.Fprintf(w, "Usage: crawlnode %s [flags]\n\nEvery flag can also be set as %sNAME in the environment or as NAME in a YAML file given with --config (flags win over the environment, which wins over the file).\n", fs.Name(), envPrefix)
+	fmt.Fprintf(w, "Usage: crawlnode %s [flags]\n\nEvery flag can also be set as %sNAME in the environment or as NAME in a YAML file given with --config (flags win over the environment, which wins over the file; an empty variable counts as unset).\nA duration takes a unit (500ms, 1s, 5m, 6h) or is a bare number of seconds (0.5 = 500ms), except --recrawl-min and --recrawl-max, which need a unit.\n", fs.Name(), envPrefix)
 	seen := map[string]bool{}
 	show := func(f *flag.Flag) {
 		seen[f.Name] = true
 		name, usage := flag.UnquoteUsage(f)
+		if _, ok := f.Value.(*durationFlag); ok {
+			name = "duration"
+		}
 		fmt.Fprintf(w, "  --%s %s\n    \t%s", f.Name, name, usage)
 		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" && f.DefValue != "[]" {
 			fmt.Fprintf(w, " (default %s)", f.DefValue)

@@ -64,10 +64,11 @@ type crawlFlags struct {
 	include     listFlag
 	exclude     listFlag
 	join        listFlag
+	durations   map[string]*durationFlag // by flag name
 }
 
 func newCrawlFlags(name string) *crawlFlags {
-	f := &crawlFlags{fs: flag.NewFlagSet(name, flag.ContinueOnError)}
+	f := &crawlFlags{fs: flag.NewFlagSet(name, flag.ContinueOnError), durations: map[string]*durationFlag{}}
 	fs := f.fs
 	fs.SetOutput(io.Discard)
 	c := &f.cfg
@@ -78,9 +79,9 @@ func newCrawlFlags(name string) *crawlFlags {
 	fs.StringVar(&f.seedsFile, "seeds", "", "file of seed URLs, one a line (# comments and blank lines ignored)")
 	fs.BoolVar(&c.ExitWhenDone, "exit-when-done", false, "exit 0 once the frontier is empty and nothing is in flight (or --max-pages is reached)")
 	fs.Int64Var(&c.MaxPages, "max-pages", 0, "stop after this many fetches (0 = no limit)")
-	fs.IntVar(&c.MaxDepth, "max-depth", 16, "maximum link hops from a seed")
+	fs.IntVar(&c.MaxDepth, "max-depth", 16, "maximum link hops from a seed (0: the seeds only, and where they redirect: list mode, as wget -i)")
 	fs.IntVar(&c.MaxPagesPerHost, "max-pages-per-host", 100000, "maximum URLs admitted per host")
-	fs.DurationVar(&c.Delay, "delay", time.Second, "delay between requests to a host when robots.txt gives no Crawl-delay (0 allowed)")
+	f.durationVar(&c.Delay, "delay", time.Second, "delay between requests to a host when robots.txt gives no Crawl-delay (0 allowed; a bare number is seconds: 0.5 = 500ms)")
 	fs.IntVar(&c.PerHost, "per-host", 1, "requests in flight per host")
 	fs.IntVar(&c.Concurrency, "concurrency", 64, "fetches in flight on this node")
 	fs.StringVar(&c.UserAgent, "user-agent", node.DefaultUserAgent, "User-Agent header; its product token selects the robots.txt group")
@@ -89,14 +90,14 @@ func newCrawlFlags(name string) *crawlFlags {
 	fs.Var(&f.exclude, "exclude", "never follow links whose URL matches this regular expression (repeatable)")
 	fs.Var(&f.resolve, "resolve", "HOST=ADDR: connect to ADDR for HOST (exact name or *.suffix); repeatable")
 	fs.Var(&f.dns, "dns", "DNS server IP[:PORT] asked directly, answers cached for their TTL (repeatable or comma-separated; default: the system resolver)")
-	fs.DurationVar(&c.DNSCacheTTL, "dns-cache-ttl", 5*time.Minute, "longest time a DNS answer is cached")
-	fs.DurationVar(&c.FetchTimeout, "timeout", 30*time.Second, "timeout for one request, body included")
+	f.durationVar(&c.DNSCacheTTL, "dns-cache-ttl", 5*time.Minute, "longest time a DNS answer is cached")
+	f.durationVar(&c.FetchTimeout, "timeout", 30*time.Second, "timeout for one request, body included")
 	fs.IntVar(&c.MaxBodySize, "max-body", 10<<20, "bodies are cut at this many bytes (recorded as truncated)")
-	fs.DurationVar(&f.robotsRetry, "robots-retry", 10*time.Second, "first wait after a 5xx/unreachable robots.txt (doubles; host parked after 5 tries)")
-	fs.DurationVar(&c.RetryBase, "retry-base", 2*time.Second, "first backoff of a transiently failed URL (exponential with jitter; dead letter after 5 tries)")
+	f.durationVar(&f.robotsRetry, "robots-retry", 10*time.Second, "first wait after a 5xx/unreachable robots.txt (doubles; host parked after 5 tries)")
+	f.durationVar(&c.RetryBase, "retry-base", 2*time.Second, "first backoff of a transiently failed URL (exponential with jitter; dead letter after 5 tries)")
 	fs.BoolVar(&c.Recrawl, "recrawl", false, "continuous crawling: revisit every fetched page, sooner the more often it changes (conditional GET; the crawl never ends by itself)")
-	fs.DurationVar(&c.RecrawlMin, "recrawl-min", time.Hour, "with --recrawl: shortest interval between two visits of a page")
-	fs.DurationVar(&c.RecrawlMax, "recrawl-max", 30*24*time.Hour, "with --recrawl: longest interval between two visits of a page (= --recrawl-min: a fixed interval)")
+	f.longDurationVar(&c.RecrawlMin, "recrawl-min", time.Hour, "with --recrawl: shortest interval between two visits of a page")
+	f.longDurationVar(&c.RecrawlMax, "recrawl-max", 30*24*time.Hour, "with --recrawl: longest interval between two visits of a page (= --recrawl-min: a fixed interval)")
 	fs.Float64Var(&c.RevisitShare, "revisit-share", 0.5, "with --recrawl: share of each host's requests that goes to revisits while it also has new URLs")
 	fs.StringVar(&c.Priority, "priority", "bfs", "crawl order: bfs (breadth-first) or opic (important pages first by OPIC cash, breadth-first tie-break)")
 	fs.IntVar(&c.ExtractWorkers, "extract-workers", 0, "text extraction workers (default: number of CPUs)")
@@ -127,8 +128,8 @@ func newCrawlFlags(name string) *crawlFlags {
 	fs.StringVar(&cl.RaftAddr, "raft", "", "Raft address (default: the --bind host, port + 1)")
 	fs.Var(&f.join, "join", "gossip address of a cluster member to join (repeatable or comma-separated)")
 	fs.IntVar(&cl.BootstrapExpect, "bootstrap-expect", 0, "form the cluster once this many members gossip (give it to every initial node; alone: 1)")
-	fs.DurationVar(&cl.Grace, "grace", 30*time.Second, "how long a stopped node keeps its partitions before others take them over")
-	fs.DurationVar(&cl.ReplicaInterval, "replica-interval", time.Second, "how often each partition's changes are copied to its backup node (negative: no replicas)")
+	f.durationVar(&cl.Grace, "grace", 30*time.Second, "how long a stopped node keeps its partitions before others take them over")
+	f.durationVar(&cl.ReplicaInterval, "replica-interval", time.Second, "how often each partition's changes are copied to its backup node (negative: no replicas)")
 	fs.StringVar(&cl.Profile, "cluster-profile", "lan", "cluster timings: lan, or test (fast, for one machine)")
 	return f
 }
@@ -154,13 +155,16 @@ func (f *crawlFlags) parse(args []string) error {
 			f.printHelp()
 			return errHelp
 		}
+		if derr := f.durationError(); derr != nil {
+			return derr
+		}
 		return usageError{err.Error()}
 	}
 	if f.fs.NArg() > 0 {
 		return usageError{fmt.Sprintf("unexpected argument %q (seeds go after --seed)", f.fs.Arg(0))}
 	}
 	c := &f.cfg
-	c.DelaySet = true // the flag always carries a value (default 1s), so 0 means 0
+	c.DelaySet, c.MaxDepthSet = true, true // the flags always carry a value (defaults 1s and 16), so 0 means 0
 	// Flags carry explicit values: a 0 here is the user's, not "use the default".
 	for _, chk := range []struct {
 		bad  bool
@@ -169,7 +173,7 @@ func (f *crawlFlags) parse(args []string) error {
 	}{
 		{c.PerHost < 1, "per-host", ">= 1"},
 		{c.Concurrency < 1, "concurrency", ">= 1"},
-		{c.MaxDepth < 1, "max-depth", ">= 1"},
+		{c.MaxDepth < 0, "max-depth", ">= 0"},
 		{c.MaxPages < 0, "max-pages", ">= 0"},
 		{c.MaxPagesPerHost < 1, "max-pages-per-host", ">= 1"},
 		{c.Delay < 0, "delay", ">= 0"},
@@ -333,10 +337,15 @@ func runCrawl(args []string) error {
 	if _, err := node.CheckDataDir(f.cfg.DataDir, f.cfg.Name); err != nil {
 		return err
 	}
-	// A cluster member takes its work from its peers; a node alone needs seeds.
+	// A cluster member takes its work from its peers, and a node that serves its API waits
+	// for seeds sent to it (POST /v1/crawl/seeds, crawlnode seed) as a cluster does; a node
+	// alone without an API needs seeds, or a crawl to resume.
 	if len(f.cfg.Seeds) == 0 && len(f.cfg.Cluster.Join) == 0 && f.cfg.Cluster.BootstrapExpect <= 1 {
 		if _, err := os.Stat(f.cfg.DataDir); errors.Is(err, os.ErrNotExist) {
-			return usageError{"no seeds: give --seed URL or --seeds FILE (or --data of a crawl to resume, or --join a cluster)"}
+			if f.cfg.HTTPAddr == "" {
+				return usageError{"no seeds and no API to receive them: give --seed URL or --seeds FILE, or --http ADDR to take seeds by POST /v1/crawl/seeds (or --data of a crawl to resume, or --join a cluster)"}
+			}
+			f.cfg.Logger.Info("no seeds yet: waiting for them on the HTTP API (POST /v1/crawl/seeds, or crawlnode seed --api http://ADDR URL)", "http", f.cfg.HTTPAddr)
 		}
 	}
 	stopProfile, err := startProfiles(f.cpuProfile, f.memProfile)

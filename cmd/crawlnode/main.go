@@ -1,6 +1,6 @@
 // Command crawlnode runs a Crawlnode node.
 //
-//	crawlnode [--data DIR] (--seed URL ... | --seeds FILE) [--exit-when-done] [flags]
+//	crawlnode [--data DIR] [--seed URL ... | --seeds FILE] [--exit-when-done] [flags]
 //	crawlnode demo [--out DIR]            crawl an in-process simulated web, offline
 //	crawlnode export --data DIR --format jsonl|warc|urls [--include-duplicates] --out PATH
 //	crawlnode deadletters --data DIR
@@ -8,6 +8,21 @@
 //
 // The binary is thin: it parses flags, builds a node.Config, handles signals and prints
 // progress. Everything else lives in package node.
+//
+// Decisions where the design is silent:
+//   - A duration flag takes a Go duration or a bare number of seconds (--delay 0.5 is
+//     500ms), as robots.txt's Crawl-delay and Scrapy's DOWNLOAD_DELAY count; --recrawl-min
+//     and --recrawl-max, whose values are hours to months, need a unit. A bad value's error
+//     names the flag (or the variable, or the file) and what is expected.
+//   - An empty CRAWLNODE_* variable counts as unset: compose files pass `NAME=` for a value
+//     left out. An empty value is given by the flag or the config file.
+//   - --max-depth 0 is list mode (wget -i): the seeds only, and where they redirect (up to
+//     the redirect limit, as wget -i and curl -L follow them), since a list of URLs is a
+//     list of resources, not of addresses; no link or sitemap is followed. The flag always
+//     carries a value, so the node gets an explicit 0 (node.Config.MaxDepthSet).
+//   - A node alone without seeds (and no crawl to resume) waits for them on its HTTP API
+//     (POST /v1/crawl/seeds, crawlnode seed), as a cluster does; without an API (--http "")
+//     it refuses to start, since nothing could ever give it work.
 package main
 
 import (
@@ -71,7 +86,8 @@ func usage(w *os.File) {
 	fmt.Fprint(w, `crawlnode: a polite, durable web crawler node.
 
 Usage:
-  crawlnode [--data DIR] (--seed URL ... | --seeds FILE) [--exit-when-done] [flags]
+  crawlnode [--data DIR] [--seed URL ... | --seeds FILE] [--exit-when-done] [flags]
+                                        no seed: wait for seeds on the HTTP API (--http)
   crawlnode demo [--out DIR] [--hosts N]
   crawlnode export --data DIR --format jsonl|warc|urls [--include-duplicates] --out PATH
   crawlnode deadletters --data DIR
