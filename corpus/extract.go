@@ -44,6 +44,16 @@ type analysis struct {
 	simhash   uint64
 	hasText   bool   // text was extracted (hash and simhash are set): goes to dedup if not rejected
 	hashBytes []byte // raw sha256 of the normalized text
+	// shortcut: the page qualifies for the shortcut (reach 0, no JSON-LD, no fallback),
+	// whether or not it was taken. reach, jsonLD and mainChars (non-space characters of the
+	// main text, when extracted) are kept for the tests that hold the shortcut to real pages.
+	shortcut  bool
+	reach     int
+	mainChars int
+	jsonLD    bool
+	// pageLinkChars is the page's visible characters inside <a> (what link density was once
+	// judged on), for the tests.
+	pageLinkChars int
 }
 
 // preCheck rejects a job on its response facts alone, before the body is loaded.
@@ -78,11 +88,22 @@ func baseRecord(j *Job) Record {
 	}
 }
 
-// analyze parses the page once and fills the record: opt-out signals and quality signals from
-// our own walk of the DOM, main text, title and language from go-trafilatura on the same DOM.
-// Pages that the filters will drop whatever the extractor says (opted out, too many links, too
-// little visible text) skip the extractor, which is most of the cost.
+// analyze parses the page once and fills the record: opt-out signals from our own walk of the
+// DOM, main text, title and language from go-trafilatura on the same DOM, and the quality
+// signals and filters on that main text. A page that provably has no text go-trafilatura could
+// return (the shortcut, see doc.go) skips it, which is most of the cost.
 func (e *extractor) analyze(j *Job, body []byte) analysis {
+	return e.run(j, body, true)
+}
+
+// analyzeFull is analyze without the shortcut: go-trafilatura runs on every page that gets to
+// the filters. Its decisions are the reference the shortcut is held to (analysis.shortcut
+// tells whether analyze would have skipped the page).
+func (e *extractor) analyzeFull(j *Job, body []byte) analysis {
+	return e.run(j, body, false)
+}
+
+func (e *extractor) run(j *Job, body []byte, useShortcut bool) analysis {
 	rec := baseRecord(j)
 	a := analysis{}
 	reject := func(reason, detail string) analysis {
@@ -115,30 +136,24 @@ func (e *extractor) analyze(j *Job, body []byte) analysis {
 	}
 
 	w := walkPage(doc, e.token)
+	a.reach, a.jsonLD, a.pageLinkChars = w.reach, w.jsonLD, w.linkChars
+	// The shortcut (doc.go, "The shortcut"): without JSON-LD and without the fallback
+	// extractors, every non-space character of go-trafilatura's main text comes from a text
+	// node that reach counts, so a page with reach 0 gets no text on the full path either.
+	a.shortcut = w.reach == 0 && !w.jsonLD && !e.fallback
 	rec.Title = w.title
 	rec.OptOut = optOutSignals(j, &w.signals, e.token)
 	if rec.TDMPolicy == "" {
 		rec.TDMPolicy = w.signals.tdmPolicy
 	}
 	rec.Quality.VisibleChars = w.visible
-	if w.visible > 0 {
-		rec.Quality.LinkDensity = float64(w.linkChars) / float64(w.visible)
-	}
+	rec.Language = w.lang // until go-trafilatura tells
 	if len(rec.OptOut) > 0 && !e.filters.IncludeOptOut {
-		rec.Language = w.lang
 		return reject(RejectOptOut, "")
 	}
-	// The main text is at most the visible text plus its separators; JSON-LD articleBody is the
-	// one source of main text that is not visible, so such pages always go to the extractor.
-	if 2*w.visible < e.filters.MinTextLength && !w.jsonLD {
-		rec.Language = w.lang
+	if a.shortcut && useShortcut {
 		rec.Quality.BoilerplateShare = 1
-		return reject(RejectTooShort, "visible text")
-	}
-	if rec.Quality.LinkDensity > e.filters.MaxLinkDensity {
-		rec.Language = w.lang
-		rec.Quality.BoilerplateShare = 1
-		return reject(RejectLinkDensity, "")
+		return reject(RejectNoText, "no page text")
 	}
 
 	opts := trafilatura.Options{
@@ -151,7 +166,6 @@ func (e *extractor) analyze(j *Job, body []byte) analysis {
 	}
 	res, err := trafilatura.ExtractDocument(doc, opts)
 	if err != nil {
-		rec.Language = w.lang
 		if strings.Contains(err.Error(), "not long enough") {
 			rec.Quality.BoilerplateShare = 1
 			return reject(RejectNoText, "")
@@ -172,8 +186,12 @@ func (e *extractor) analyze(j *Job, body []byte) analysis {
 		rec.Quality.Words = strings.Count(normalized, " ") + 1
 	}
 	mainChars := countNonSpace(text)
+	a.mainChars = mainChars
 	if w.visible > 0 {
 		rec.Quality.BoilerplateShare = min(1, max(0, 1-float64(mainChars)/float64(w.visible)))
+	}
+	if mainChars > 0 && w.linkChars > 0 {
+		rec.Quality.LinkDensity = float64(w.words.linkCharsOf(text)) / float64(mainChars)
 	}
 	if normalized == "" {
 		return reject(RejectNoText, "")
@@ -190,6 +208,9 @@ func (e *extractor) analyze(j *Job, body []byte) analysis {
 	case rec.Quality.TextLength < e.filters.MinTextLength:
 		rec.Text = ""
 		return reject(RejectTooShort, strconv.Itoa(rec.Quality.TextLength))
+	case rec.Quality.LinkDensity > e.filters.MaxLinkDensity:
+		rec.Text = ""
+		return reject(RejectLinkDensity, strconv.FormatFloat(rec.Quality.LinkDensity, 'f', 2, 64))
 	case len(e.filters.Languages) > 0 && !slices.Contains(e.filters.Languages, rec.Language):
 		rec.Text = ""
 		return reject(RejectLanguage, rec.Language)
@@ -228,22 +249,108 @@ type pageWalk struct {
 	visible   int // non-space characters of visible body text
 	linkChars int // of which inside <a>
 	jsonLD    bool
+	// reach counts the non-space characters of every text node outside <script> and
+	// <style>, anywhere in the document (head, <title>, <noscript>, <template> included): the
+	// characters go-trafilatura's main text can be made of (doc.go, "The shortcut").
+	reach int
+	words pageWords
 }
 
-// walkPage makes one pass over the DOM for the title, <html lang>, robots / TDM meta tags and
-// the visible-text counts behind link density and boilerplate share.
+// pageWords are the words of the page's text in document order with, for each, how many of its
+// characters sit inside <a>: what the main text is aligned with to tell its link characters.
+type pageWords struct {
+	words []string
+	links []int32
+	cur   strings.Builder
+	link  int32
+}
+
+func (p *pageWords) add(text string, inLink bool) {
+	for _, r := range text {
+		if unicode.IsSpace(r) {
+			p.flush()
+			continue
+		}
+		p.cur.WriteRune(r)
+		if inLink {
+			p.link++
+		}
+	}
+}
+
+// flush ends the current word (at white space and at the edges of elements that are not
+// inline, where go-trafilatura separates text too).
+func (p *pageWords) flush() {
+	if p.cur.Len() > 0 {
+		p.words = append(p.words, p.cur.String())
+		p.links = append(p.links, p.link)
+		p.cur.Reset()
+		p.link = 0
+	}
+}
+
+// linkCharsOf returns how many non-space characters of text (the extracted main text) come
+// from inside links. It aligns text's words with the page's words in document order: each
+// word is matched with the next page word spelled the same, at most 8 words on, or further
+// on where the following word matches too (go-trafilatura drops whole blocks between kept
+// ones, and a lone common word far ahead is more likely a coincidence). Words it cannot place
+// (reordered, joined differently, from JSON-LD) count as outside links.
+func (p *pageWords) linkCharsOf(text string) int {
+	main := strings.Fields(text)
+	pos := make(map[string][]int32, len(p.words)/2)
+	for i, w := range p.words {
+		pos[w] = append(pos[w], int32(i))
+	}
+	const near = 8
+	n, next := 0, 0
+	for i, w := range main {
+		cands := pos[w]
+		k, _ := slices.BinarySearch(cands, int32(next))
+		found := -1
+		for ; k < len(cands); k++ {
+			c := int(cands[k])
+			if c-next <= near || i+1 == len(main) || (c+1 < len(p.words) && p.words[c+1] == main[i+1]) {
+				found = c
+				break
+			}
+		}
+		if found < 0 {
+			continue
+		}
+		n += int(p.links[found])
+		next = found + 1
+	}
+	return n
+}
+
+// inlineElements do not separate words: text on both sides of their edges runs on.
+var inlineElements = map[atom.Atom]bool{
+	atom.A: true, atom.Abbr: true, atom.B: true, atom.Bdi: true, atom.Bdo: true, atom.Cite: true,
+	atom.Code: true, atom.Data: true, atom.Dfn: true, atom.Em: true, atom.Font: true, atom.I: true,
+	atom.Kbd: true, atom.Mark: true, atom.Q: true, atom.S: true, atom.Samp: true, atom.Small: true,
+	atom.Span: true, atom.Strong: true, atom.Sub: true, atom.Sup: true, atom.Time: true, atom.U: true,
+	atom.Var: true, atom.Big: true, atom.Strike: true, atom.Tt: true, atom.Label: true,
+}
+
+// walkPage makes one pass over the DOM for the title, <html lang>, robots / TDM meta tags, the
+// visible-text counts behind VisibleChars and boilerplate share, the shortcut's bound and the
+// page's words for link density.
 func walkPage(doc *html.Node, token string) pageWalk {
 	var w pageWalk
-	var walk func(n *html.Node, inBody, inLink bool)
-	walk = func(n *html.Node, inBody, inLink bool) {
+	var walk func(n *html.Node, inBody, inLink, hidden bool)
+	walk = func(n *html.Node, inBody, inLink, hidden bool) {
 		switch n.Type {
 		case html.TextNode:
-			if inBody {
-				c := countNonSpace(n.Data)
+			c := countNonSpace(n.Data)
+			w.reach += c
+			if inBody && !hidden {
 				w.visible += c
 				if inLink {
 					w.linkChars += c
 				}
+			}
+			if inBody {
+				w.words.add(n.Data, inLink)
 			}
 			return
 		case html.ElementNode:
@@ -256,7 +363,7 @@ func walkPage(doc *html.Node, token string) pageWalk {
 				if w.title == "" && n.FirstChild != nil {
 					w.title = strings.Join(strings.Fields(n.FirstChild.Data), " ")
 				}
-				return
+				hidden = true
 			case atom.Meta:
 				name := strings.ToLower(strings.TrimSpace(attr(n, "name")))
 				content := attr(n, "content")
@@ -274,19 +381,26 @@ func walkPage(doc *html.Node, token string) pageWalk {
 					w.jsonLD = true
 				}
 				return
-			case atom.Style, atom.Noscript, atom.Template, atom.Iframe, atom.Object:
+			case atom.Style:
 				return
+			case atom.Noscript, atom.Template, atom.Iframe, atom.Object:
+				hidden = true
 			case atom.Body:
 				inBody = true
 			case atom.A:
 				inLink = true
 			}
+			if !inlineElements[n.DataAtom] {
+				w.words.flush()
+				defer w.words.flush()
+			}
 		}
 		for c := n.FirstChild; c != nil; c = c.NextSibling {
-			walk(c, inBody, inLink)
+			walk(c, inBody, inLink, hidden)
 		}
 	}
-	walk(doc, false, false)
+	walk(doc, false, false, false)
+	w.words.flush()
 	return w
 }
 
