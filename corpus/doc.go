@@ -73,6 +73,11 @@
 // page's links say nothing certain about the main text's. The cost is small: such pages are
 // short, and go-trafilatura is cheap on short pages.
 //
+// TestRealWorldShortcut holds the shortcut to go-trafilatura's ~1000 real-world comparison
+// pages (a sample under -race; CORPUS_REALWORLD=all for every page), and BenchmarkRealWorld
+// reports the stage's CPU per page, its share of pages without text and its text quality by
+// the set's own snippets on the same pages. Both skip when the module directory is absent.
+//
 // Crash safety (at-least-once, made exactly-once by URL + fetch time on recovery):
 //
 // The open shard is named *.partial. The committer appends records, and every CommitEvery
