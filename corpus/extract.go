@@ -258,20 +258,35 @@ type pageWalk struct {
 
 // pageWords are the words of the page's text in document order with, for each, how many of its
 // characters sit inside <a>: what the main text is aligned with to tell its link characters.
+// The words' bytes sit one after another in buf, so the walk allocates no string per word.
 type pageWords struct {
-	words []string
-	links []int32
-	cur   strings.Builder
+	buf   []byte
+	ends  []int32 // word i is buf[ends[i-1]:ends[i]]
+	links []int32 // non-space characters of word i inside <a>
+	start int     // start of the word being read
 	link  int32
 }
 
 func (p *pageWords) add(text string, inLink bool) {
-	for _, r := range text {
-		if unicode.IsSpace(r) {
-			p.flush()
-			continue
+	for i := 0; i < len(text); {
+		c := text[i]
+		if c < utf8.RuneSelf {
+			i++
+			if c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '\f' || c == '\v' {
+				p.flush()
+				continue
+			}
+			p.buf = append(p.buf, c)
+		} else {
+			r, size := utf8.DecodeRuneInString(text[i:])
+			if unicode.IsSpace(r) {
+				i += size
+				p.flush()
+				continue
+			}
+			p.buf = append(p.buf, text[i:i+size]...)
+			i += size
 		}
-		p.cur.WriteRune(r)
 		if inLink {
 			p.link++
 		}
@@ -281,55 +296,98 @@ func (p *pageWords) add(text string, inLink bool) {
 // flush ends the current word (at white space and at the edges of elements that are not
 // inline, where go-trafilatura separates text too).
 func (p *pageWords) flush() {
-	if p.cur.Len() > 0 {
-		p.words = append(p.words, p.cur.String())
+	if len(p.buf) > p.start {
+		p.ends = append(p.ends, int32(len(p.buf)))
 		p.links = append(p.links, p.link)
-		p.cur.Reset()
-		p.link = 0
+		p.start, p.link = len(p.buf), 0
 	}
+}
+
+func (p *pageWords) word(i int) []byte {
+	from := int32(0)
+	if i > 0 {
+		from = p.ends[i-1]
+	}
+	return p.buf[from:p.ends[i]]
+}
+
+func fnv64(b []byte) uint64 {
+	h := uint64(14695981039346656037)
+	for _, c := range b {
+		h ^= uint64(c)
+		h *= 1099511628211
+	}
+	return h
 }
 
 // linkCharsOf returns how many non-space characters of text (the extracted main text) come
 // from inside links. It aligns text's words with the page's words in document order: each
 // word is matched with the next page word spelled the same, at most 8 words on, or further
 // on where the following word matches too (go-trafilatura drops whole blocks between kept
-// ones, and a lone common word far ahead is more likely a coincidence). Words it cannot place
-// (reordered, joined differently, from JSON-LD) count as outside links.
+// ones, and a lone common word far ahead is more likely a coincidence); at most 64 further
+// occurrences are tried. Words it cannot place (reordered, joined differently, from JSON-LD)
+// count as outside links.
 func (p *pageWords) linkCharsOf(text string) int {
-	main := strings.Fields(text)
-	pos := make(map[string][]int32, len(p.words)/2)
-	for i, w := range p.words {
-		pos[w] = append(pos[w], int32(i))
+	n := len(p.ends)
+	if n == 0 {
+		return 0
 	}
-	const near = 8
-	n, next := 0, 0
+	// Chains of equal-hash words in document order: head[b] is the first word of bucket b not
+	// yet passed (the alignment only moves forward), same[i] the next word after i in i's bucket.
+	size := 1
+	for size < 2*n {
+		size <<= 1
+	}
+	mask := uint64(size - 1)
+	head := make([]int32, size)
+	for i := range head {
+		head[i] = -1
+	}
+	same := make([]int32, n)
+	for i := n - 1; i >= 0; i-- {
+		b := fnv64(p.word(i)) & mask
+		same[i] = head[b]
+		head[b] = int32(i)
+	}
+	const near, tries = 8, 64
+	main := strings.Fields(text)
+	links, next := 0, 0
 	for i, w := range main {
-		cands := pos[w]
-		k, _ := slices.BinarySearch(cands, int32(next))
+		b := fnv64([]byte(w)) & mask
+		for head[b] >= 0 && int(head[b]) < next {
+			head[b] = same[head[b]]
+		}
 		found := -1
-		for ; k < len(cands); k++ {
-			c := int(cands[k])
-			if c-next <= near || i+1 == len(main) || (c+1 < len(p.words) && p.words[c+1] == main[i+1]) {
-				found = c
+		for c, t := head[b], 0; c >= 0 && t < tries; c = same[c] {
+			if string(p.word(int(c))) != w {
+				continue
+			}
+			t++
+			if int(c)-next <= near || i+1 == len(main) ||
+				(int(c)+1 < n && string(p.word(int(c)+1)) == main[i+1]) {
+				found = int(c)
 				break
 			}
 		}
 		if found < 0 {
 			continue
 		}
-		n += int(p.links[found])
+		links += int(p.links[found])
 		next = found + 1
 	}
-	return n
+	return links
 }
 
-// inlineElements do not separate words: text on both sides of their edges runs on.
-var inlineElements = map[atom.Atom]bool{
-	atom.A: true, atom.Abbr: true, atom.B: true, atom.Bdi: true, atom.Bdo: true, atom.Cite: true,
-	atom.Code: true, atom.Data: true, atom.Dfn: true, atom.Em: true, atom.Font: true, atom.I: true,
-	atom.Kbd: true, atom.Mark: true, atom.Q: true, atom.S: true, atom.Samp: true, atom.Small: true,
-	atom.Span: true, atom.Strong: true, atom.Sub: true, atom.Sup: true, atom.Time: true, atom.U: true,
-	atom.Var: true, atom.Big: true, atom.Strike: true, atom.Tt: true, atom.Label: true,
+// inline elements do not separate words: text on both sides of their edges runs on.
+func inline(a atom.Atom) bool {
+	switch a {
+	case atom.A, atom.Abbr, atom.B, atom.Bdi, atom.Bdo, atom.Big, atom.Cite, atom.Code,
+		atom.Data, atom.Dfn, atom.Em, atom.Font, atom.I, atom.Kbd, atom.Label, atom.Mark, atom.Q,
+		atom.S, atom.Samp, atom.Small, atom.Span, atom.Strike, atom.Strong, atom.Sub, atom.Sup,
+		atom.Time, atom.Tt, atom.U, atom.Var:
+		return true
+	}
+	return false
 }
 
 // walkPage makes one pass over the DOM for the title, <html lang>, robots / TDM meta tags, the
@@ -390,13 +448,16 @@ func walkPage(doc *html.Node, token string) pageWalk {
 			case atom.A:
 				inLink = true
 			}
-			if !inlineElements[n.DataAtom] {
-				w.words.flush()
-				defer w.words.flush()
-			}
+		}
+		block := n.Type == html.ElementNode && !inline(n.DataAtom)
+		if block {
+			w.words.flush()
 		}
 		for c := n.FirstChild; c != nil; c = c.NextSibling {
 			walk(c, inBody, inLink, hidden)
+		}
+		if block {
+			w.words.flush()
 		}
 	}
 	walk(doc, false, false, false)
