@@ -41,10 +41,10 @@
 //     opt-out meta tag (a fact of the page, not an estimate), or no text at all (the shortcut
 //     below). The filters that judge content (length, link density, language) run on the main
 //     text only: a page's navigation, menus and footers are mostly links, and judging link
-//     density on the whole page dropped some 19% of real news, blog, shop and forum pages whose
-//     articles go-trafilatura keeps (docs/bench-log/2026-12-02-quality-prefilter.md). go-trafilatura
-//     runs with HtmlDateMode Disabled (the corpus has no date field) and without its fallback
-//     extractors unless Config.Fallback.
+//     density on the whole page dropped 16% of real news, blog, shop and forum pages whose
+//     articles go-trafilatura keeps (docs/bench-log/2026-12-02-quality-prefilter.md).
+//     go-trafilatura runs with HtmlDateMode Disabled (the corpus has no date field) and without
+//     its fallback extractors unless Config.Fallback.
 //   - Link density of the main text: go-trafilatura's result keeps no <a> (its ContentNode has
 //     links stripped unless IncludeLinks, which changes the text of half of real pages), so
 //     the main text's words are aligned in document order with the page's words, each of which
@@ -64,7 +64,7 @@
 // readability and dom-distiller (Config.Fallback) are outside this argument, so such pages
 // always go to go-trafilatura.
 //
-// Dropped shortcuts: link density over the whole page (wrong on some 19% of real pages, see
+// Dropped shortcuts: link density over the whole page (wrong on 16% of real pages, see
 // above), and "visible text shorter than MinTextLength/2". The latter assumed the main text
 // is at most the visible text plus separators, but go-trafilatura's main extractor can repeat
 // text (a real privacy-policy page of 9,001 visible non-space characters gives 25,832, its
