@@ -60,8 +60,10 @@ type Filters struct {
 	// MinTextLength is the minimum length of the main text, in characters (runes).
 	// Default 200. Lower keeps short pages (stubs, listings) at the cost of noisier text.
 	MinTextLength int
-	// MaxLinkDensity is the largest share (0..1] of the page's visible characters that may sit
-	// inside <a> elements: navigation pages and link farms score high. Default 0.5.
+	// MaxLinkDensity is the largest share (0..1] of the main text's non-space characters that
+	// may sit inside <a> elements on the page (Quality.LinkDensity): link lists and link farms
+	// score high; a page's navigation, menus and footers do not count, as they are not main
+	// text. Default 0.5.
 	MaxLinkDensity float64
 	// Languages are the ISO 639-1 codes kept (e.g. "en", "de"); empty keeps every language. With
 	// a list, a page whose language could not be told is rejected too.
@@ -243,7 +245,10 @@ type Quality struct {
 	// VisibleChars counts the non-space characters of the page's visible text (body, without
 	// script, style, template, noscript).
 	VisibleChars int `json:"visible_chars"`
-	// LinkDensity is the share of VisibleChars inside <a> elements.
+	// LinkDensity is the share of the main text's non-space characters that sit inside <a>
+	// elements on the page (found by aligning the main text with the page's words; see the
+	// package doc). Links outside the main text (navigation, footers) do not count. 0 when no
+	// main text was extracted.
 	LinkDensity float64 `json:"link_density"`
 	// BoilerplateShare is 1 - (non-space main text chars / VisibleChars), clamped to [0,1]:
 	// the share of the visible page that extraction dropped (navigation, footers, sidebars...).
@@ -258,9 +263,9 @@ const (
 	RejectTooLarge      = "too_large"     // body above MaxBodyBytes
 	RejectParse         = "parse_failed"  // not parseable as HTML
 	RejectOptOut        = "opt_out"       // noindex / noai / TDM reservation and !IncludeOptOut
-	RejectNoText        = "no_text"       // the extractor found no main text
+	RejectNoText        = "no_text"       // the extractor found no main text (detail "no page text": the page has none)
 	RejectTooShort      = "too_short"     // main text < MinTextLength
-	RejectLinkDensity   = "link_density"  // link density > MaxLinkDensity
+	RejectLinkDensity   = "link_density"  // main text's link density > MaxLinkDensity
 	RejectLanguage      = "language"      // language not in Languages
 	RejectExtractFailed = "extract_error" // the extractor failed
 )

@@ -14,8 +14,11 @@
 //     Niced workers (Config.Nice) also hold their next page while the machine has no idle
 //     CPU besides theirs (Config.DeferBelowIdle, cpuGate): the stage lags a CPU-bound crawl
 //     instead of slowing it.
-//   - Quality signals (text length, words, visible characters, link density, boilerplate share)
-//     and the job's filters (Filters): rejected pages get a record with the reason, no text.
+//   - Quality signals and the job's filters (Filters), judged on the main text go-trafilatura
+//     extracted, as Gopher and FineWeb judge the extracted text: its length and words, its link
+//     density (the share of its non-space characters that sit inside <a> on the page), and,
+//     against the page's visible characters, the boilerplate share. Rejected pages get a record
+//     with the reason, no text.
 //   - Opt-out signals: noindex and noai from X-Robots-Tag and meta robots (generic, or for our
 //     product token Config.UserAgentToken), TDMRep tdm-reservation from the header, the meta
 //     tag and the host's /.well-known/tdmrep.json (Job.HostTDMReserved, looked up by the node).
@@ -34,28 +37,46 @@
 //
 //   - Cheap before dear. A page is dropped before any parsing on its response facts (non-2xx
 //     status, not HTML, an opt-out header when opt-out pages are excluded), and before
-//     go-trafilatura (over 90% of a page's cost) when our own DOM walk already decides it: an
-//     opt-out meta tag, link density above the maximum, or visible text too short to ever give
-//     MinTextLength characters (unless the page carries JSON-LD, whose articleBody is invisible
-//     text trafilatura may use). go-trafilatura runs with HtmlDateMode Disabled (the corpus has
-//     no date field) and without its fallback extractors unless Config.Fallback.
-//   - Every page gets exactly one record, whatever its outcome, so the corpus accounts for every
-//     page fetched (rejected and duplicate records carry no text; Filters.IncludeDuplicates
-//     keeps duplicates' text). Record.Kept tells corpus text from the rest.
-//   - Only originals enter the duplicate indexes (no chains): a page is compared with the
-//     first page that had its text, or with the closest original within 3 bits. A page whose
-//     text equals an original's is an exact duplicate even when its SimHash is also near.
-//     The same URL fetched again with the same text is an exact duplicate of its earlier fetch.
-//   - One committer goroutine makes the duplicate decisions and writes the shard, in arrival
-//     order, so decisions never race; workers do the CPU work in parallel.
-//   - Bodies that are valid UTF-8 are parsed as they are; others are decoded by the
-//     Content-Type charset, a BOM or <meta charset> (x/net/html/charset), as browsers do.
-//   - When Filters.Languages is set, a page whose language could not be told is rejected.
-//   - Shards rotate at a commit, so a shard may pass ShardMaxBytes by up to CommitEvery records.
-//   - A Load error is final for that job: the page gets a record with Rejected "load_failed"
-//     (the WARC record is unreadable); a Load cut short by Shutdown leaves the job queued.
-//   - The TDMRep sources are combined cautiously: a reservation in any of header, meta tag or
-//     tdmrep.json counts, even if another says "0".
+//     go-trafilatura (over 90% of a page's cost) only where the outcome is already certain: an
+//     opt-out meta tag (a fact of the page, not an estimate), or no text at all (the shortcut
+//     below). The filters that judge content (length, link density, language) run on the main
+//     text only: a page's navigation, menus and footers are mostly links, and judging link
+//     density on the whole page dropped 16% of real news, blog, shop and forum pages whose
+//     articles go-trafilatura keeps (docs/bench-log/2026-12-02-quality-prefilter.md).
+//     go-trafilatura runs with HtmlDateMode Disabled (the corpus has no date field) and without
+//     its fallback extractors unless Config.Fallback.
+//   - Link density of the main text: go-trafilatura's result keeps no <a> (its ContentNode has
+//     links stripped unless IncludeLinks, which changes the text of half of real pages), so
+//     the main text's words are aligned in document order with the page's words, each of which
+//     knows how many of its characters sit inside <a> (pageWords.linkCharsOf). Words that
+//     cannot be placed (reordered, from JSON-LD) count as outside links, so the density errs
+//     low rather than dropping an article.
+//
+// The shortcut, and why it drops only pages the full path drops too:
+//
+// Without JSON-LD and without the fallback extractors, go-trafilatura v1.12.2 builds its main
+// text only from the page's text nodes outside <script> and <style> (its main extractor from
+// its cleaned tree, its baseline from the first <article>, the paragraphs, the body or the
+// whole document, <head> and <noscript> text included); the only characters it adds are
+// spaces, and it trims the result. pageWalk.reach counts the non-space characters of all
+// those text nodes, so a page with reach 0 gets no text on the full path ("no_text") and skips
+// go-trafilatura. That is the one shortcut. JSON-LD articleBody is text no node shows, and
+// readability and dom-distiller (Config.Fallback) are outside this argument, so such pages
+// always go to go-trafilatura.
+//
+// Dropped shortcuts: link density over the whole page (wrong on 16% of real pages, see
+// above), and "visible text shorter than MinTextLength/2". The latter assumed the main text
+// is at most the visible text plus separators, but go-trafilatura's main extractor can repeat
+// text (a real privacy-policy page of 9,001 visible non-space characters gives 25,832, its
+// paragraphs up to 6 times), and its baseline can return <title> and <noscript> text, so no
+// bound from the page's counts holds for every page. Nor has link density a safe bound: the
+// page's links say nothing certain about the main text's. The cost is small: such pages are
+// short, and go-trafilatura is cheap on short pages.
+//
+// TestRealWorldShortcut holds the shortcut to go-trafilatura's ~1000 real-world comparison
+// pages (a sample under -race; CORPUS_REALWORLD=all for every page), and BenchmarkRealWorld
+// reports the stage's CPU per page, its share of pages without text and its text quality by
+// the set's own snippets on the same pages. Both skip when the module directory is absent.
 //
 // Crash safety (at-least-once, made exactly-once by URL + fetch time on recovery):
 //

@@ -44,6 +44,16 @@ type analysis struct {
 	simhash   uint64
 	hasText   bool   // text was extracted (hash and simhash are set): goes to dedup if not rejected
 	hashBytes []byte // raw sha256 of the normalized text
+	// shortcut: the page qualifies for the shortcut (reach 0, no JSON-LD, no fallback),
+	// whether or not it was taken. reach, jsonLD and mainChars (non-space characters of the
+	// main text, when extracted) are kept for the tests that hold the shortcut to real pages.
+	shortcut  bool
+	reach     int
+	mainChars int
+	jsonLD    bool
+	// pageLinkChars is the page's visible characters inside <a> (what link density was once
+	// judged on), for the tests.
+	pageLinkChars int
 }
 
 // preCheck rejects a job on its response facts alone, before the body is loaded.
@@ -78,11 +88,22 @@ func baseRecord(j *Job) Record {
 	}
 }
 
-// analyze parses the page once and fills the record: opt-out signals and quality signals from
-// our own walk of the DOM, main text, title and language from go-trafilatura on the same DOM.
-// Pages that the filters will drop whatever the extractor says (opted out, too many links, too
-// little visible text) skip the extractor, which is most of the cost.
+// analyze parses the page once and fills the record: opt-out signals from our own walk of the
+// DOM, main text, title and language from go-trafilatura on the same DOM, and the quality
+// signals and filters on that main text. A page that provably has no text go-trafilatura could
+// return (the shortcut, see doc.go) skips it, which is most of the cost.
 func (e *extractor) analyze(j *Job, body []byte) analysis {
+	return e.run(j, body, true)
+}
+
+// analyzeFull is analyze without the shortcut: go-trafilatura runs on every page that gets to
+// the filters. Its decisions are the reference the shortcut is held to (analysis.shortcut
+// tells whether analyze would have skipped the page).
+func (e *extractor) analyzeFull(j *Job, body []byte) analysis {
+	return e.run(j, body, false)
+}
+
+func (e *extractor) run(j *Job, body []byte, useShortcut bool) analysis {
 	rec := baseRecord(j)
 	a := analysis{}
 	reject := func(reason, detail string) analysis {
@@ -115,30 +136,24 @@ func (e *extractor) analyze(j *Job, body []byte) analysis {
 	}
 
 	w := walkPage(doc, e.token)
+	a.reach, a.jsonLD, a.pageLinkChars = w.reach, w.jsonLD, w.linkChars
+	// The shortcut (doc.go, "The shortcut"): without JSON-LD and without the fallback
+	// extractors, every non-space character of go-trafilatura's main text comes from a text
+	// node that reach counts, so a page with reach 0 gets no text on the full path either.
+	a.shortcut = w.reach == 0 && !w.jsonLD && !e.fallback
 	rec.Title = w.title
 	rec.OptOut = optOutSignals(j, &w.signals, e.token)
 	if rec.TDMPolicy == "" {
 		rec.TDMPolicy = w.signals.tdmPolicy
 	}
 	rec.Quality.VisibleChars = w.visible
-	if w.visible > 0 {
-		rec.Quality.LinkDensity = float64(w.linkChars) / float64(w.visible)
-	}
+	rec.Language = w.lang // until go-trafilatura tells
 	if len(rec.OptOut) > 0 && !e.filters.IncludeOptOut {
-		rec.Language = w.lang
 		return reject(RejectOptOut, "")
 	}
-	// The main text is at most the visible text plus its separators; JSON-LD articleBody is the
-	// one source of main text that is not visible, so such pages always go to the extractor.
-	if 2*w.visible < e.filters.MinTextLength && !w.jsonLD {
-		rec.Language = w.lang
+	if a.shortcut && useShortcut {
 		rec.Quality.BoilerplateShare = 1
-		return reject(RejectTooShort, "visible text")
-	}
-	if rec.Quality.LinkDensity > e.filters.MaxLinkDensity {
-		rec.Language = w.lang
-		rec.Quality.BoilerplateShare = 1
-		return reject(RejectLinkDensity, "")
+		return reject(RejectNoText, "no page text")
 	}
 
 	opts := trafilatura.Options{
@@ -151,7 +166,6 @@ func (e *extractor) analyze(j *Job, body []byte) analysis {
 	}
 	res, err := trafilatura.ExtractDocument(doc, opts)
 	if err != nil {
-		rec.Language = w.lang
 		if strings.Contains(err.Error(), "not long enough") {
 			rec.Quality.BoilerplateShare = 1
 			return reject(RejectNoText, "")
@@ -172,8 +186,12 @@ func (e *extractor) analyze(j *Job, body []byte) analysis {
 		rec.Quality.Words = strings.Count(normalized, " ") + 1
 	}
 	mainChars := countNonSpace(text)
+	a.mainChars = mainChars
 	if w.visible > 0 {
 		rec.Quality.BoilerplateShare = min(1, max(0, 1-float64(mainChars)/float64(w.visible)))
+	}
+	if mainChars > 0 && w.linkChars > 0 {
+		rec.Quality.LinkDensity = float64(w.words.linkCharsOf(text)) / float64(mainChars)
 	}
 	if normalized == "" {
 		return reject(RejectNoText, "")
@@ -190,6 +208,9 @@ func (e *extractor) analyze(j *Job, body []byte) analysis {
 	case rec.Quality.TextLength < e.filters.MinTextLength:
 		rec.Text = ""
 		return reject(RejectTooShort, strconv.Itoa(rec.Quality.TextLength))
+	case rec.Quality.LinkDensity > e.filters.MaxLinkDensity:
+		rec.Text = ""
+		return reject(RejectLinkDensity, strconv.FormatFloat(rec.Quality.LinkDensity, 'f', 2, 64))
 	case len(e.filters.Languages) > 0 && !slices.Contains(e.filters.Languages, rec.Language):
 		rec.Text = ""
 		return reject(RejectLanguage, rec.Language)
@@ -228,22 +249,166 @@ type pageWalk struct {
 	visible   int // non-space characters of visible body text
 	linkChars int // of which inside <a>
 	jsonLD    bool
+	// reach counts the non-space characters of every text node outside <script> and
+	// <style>, anywhere in the document (head, <title>, <noscript>, <template> included): the
+	// characters go-trafilatura's main text can be made of (doc.go, "The shortcut").
+	reach int
+	words pageWords
 }
 
-// walkPage makes one pass over the DOM for the title, <html lang>, robots / TDM meta tags and
-// the visible-text counts behind link density and boilerplate share.
+// pageWords are the words of the page's text in document order with, for each, how many of its
+// characters sit inside <a>: what the main text is aligned with to tell its link characters.
+// The words' bytes sit one after another in buf, so the walk allocates no string per word.
+type pageWords struct {
+	buf   []byte
+	ends  []int32 // word i is buf[ends[i-1]:ends[i]]
+	links []int32 // non-space characters of word i inside <a>
+	start int     // start of the word being read
+	link  int32
+}
+
+func (p *pageWords) add(text string, inLink bool) {
+	for i := 0; i < len(text); {
+		c := text[i]
+		if c < utf8.RuneSelf {
+			i++
+			if c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '\f' || c == '\v' {
+				p.flush()
+				continue
+			}
+			p.buf = append(p.buf, c)
+		} else {
+			r, size := utf8.DecodeRuneInString(text[i:])
+			if unicode.IsSpace(r) {
+				i += size
+				p.flush()
+				continue
+			}
+			p.buf = append(p.buf, text[i:i+size]...)
+			i += size
+		}
+		if inLink {
+			p.link++
+		}
+	}
+}
+
+// flush ends the current word (at white space and at the edges of elements that are not
+// inline, where go-trafilatura separates text too).
+func (p *pageWords) flush() {
+	if len(p.buf) > p.start {
+		p.ends = append(p.ends, int32(len(p.buf)))
+		p.links = append(p.links, p.link)
+		p.start, p.link = len(p.buf), 0
+	}
+}
+
+func (p *pageWords) word(i int) []byte {
+	from := int32(0)
+	if i > 0 {
+		from = p.ends[i-1]
+	}
+	return p.buf[from:p.ends[i]]
+}
+
+func fnv64(b []byte) uint64 {
+	h := uint64(14695981039346656037)
+	for _, c := range b {
+		h ^= uint64(c)
+		h *= 1099511628211
+	}
+	return h
+}
+
+// linkCharsOf returns how many non-space characters of text (the extracted main text) come
+// from inside links. It aligns text's words with the page's words in document order: each
+// word is matched with the next page word spelled the same, at most 8 words on, or further
+// on where the following word matches too (go-trafilatura drops whole blocks between kept
+// ones, and a lone common word far ahead is more likely a coincidence); at most 64 further
+// occurrences are tried. Words it cannot place (reordered, joined differently, from JSON-LD)
+// count as outside links.
+func (p *pageWords) linkCharsOf(text string) int {
+	n := len(p.ends)
+	if n == 0 {
+		return 0
+	}
+	// Chains of equal-hash words in document order: head[b] is the first word of bucket b not
+	// yet passed (the alignment only moves forward), same[i] the next word after i in i's bucket.
+	size := 1
+	for size < 2*n {
+		size <<= 1
+	}
+	mask := uint64(size - 1)
+	head := make([]int32, size)
+	for i := range head {
+		head[i] = -1
+	}
+	same := make([]int32, n)
+	for i := n - 1; i >= 0; i-- {
+		b := fnv64(p.word(i)) & mask
+		same[i] = head[b]
+		head[b] = int32(i)
+	}
+	const near, tries = 8, 64
+	main := strings.Fields(text)
+	links, next := 0, 0
+	for i, w := range main {
+		b := fnv64([]byte(w)) & mask
+		for head[b] >= 0 && int(head[b]) < next {
+			head[b] = same[head[b]]
+		}
+		found := -1
+		for c, t := head[b], 0; c >= 0 && t < tries; c = same[c] {
+			if string(p.word(int(c))) != w {
+				continue
+			}
+			t++
+			if int(c)-next <= near || i+1 == len(main) ||
+				(int(c)+1 < n && string(p.word(int(c)+1)) == main[i+1]) {
+				found = int(c)
+				break
+			}
+		}
+		if found < 0 {
+			continue
+		}
+		links += int(p.links[found])
+		next = found + 1
+	}
+	return links
+}
+
+// inline elements do not separate words: text on both sides of their edges runs on.
+func inline(a atom.Atom) bool {
+	switch a {
+	case atom.A, atom.Abbr, atom.B, atom.Bdi, atom.Bdo, atom.Big, atom.Cite, atom.Code,
+		atom.Data, atom.Dfn, atom.Em, atom.Font, atom.I, atom.Kbd, atom.Label, atom.Mark, atom.Q,
+		atom.S, atom.Samp, atom.Small, atom.Span, atom.Strike, atom.Strong, atom.Sub, atom.Sup,
+		atom.Time, atom.Tt, atom.U, atom.Var:
+		return true
+	}
+	return false
+}
+
+// walkPage makes one pass over the DOM for the title, <html lang>, robots / TDM meta tags, the
+// visible-text counts behind VisibleChars and boilerplate share, the shortcut's bound and the
+// page's words for link density.
 func walkPage(doc *html.Node, token string) pageWalk {
 	var w pageWalk
-	var walk func(n *html.Node, inBody, inLink bool)
-	walk = func(n *html.Node, inBody, inLink bool) {
+	var walk func(n *html.Node, inBody, inLink, hidden bool)
+	walk = func(n *html.Node, inBody, inLink, hidden bool) {
 		switch n.Type {
 		case html.TextNode:
-			if inBody {
-				c := countNonSpace(n.Data)
+			c := countNonSpace(n.Data)
+			w.reach += c
+			if inBody && !hidden {
 				w.visible += c
 				if inLink {
 					w.linkChars += c
 				}
+			}
+			if inBody {
+				w.words.add(n.Data, inLink)
 			}
 			return
 		case html.ElementNode:
@@ -256,7 +421,7 @@ func walkPage(doc *html.Node, token string) pageWalk {
 				if w.title == "" && n.FirstChild != nil {
 					w.title = strings.Join(strings.Fields(n.FirstChild.Data), " ")
 				}
-				return
+				hidden = true
 			case atom.Meta:
 				name := strings.ToLower(strings.TrimSpace(attr(n, "name")))
 				content := attr(n, "content")
@@ -274,19 +439,29 @@ func walkPage(doc *html.Node, token string) pageWalk {
 					w.jsonLD = true
 				}
 				return
-			case atom.Style, atom.Noscript, atom.Template, atom.Iframe, atom.Object:
+			case atom.Style:
 				return
+			case atom.Noscript, atom.Template, atom.Iframe, atom.Object:
+				hidden = true
 			case atom.Body:
 				inBody = true
 			case atom.A:
 				inLink = true
 			}
 		}
+		block := n.Type == html.ElementNode && !inline(n.DataAtom)
+		if block {
+			w.words.flush()
+		}
 		for c := n.FirstChild; c != nil; c = c.NextSibling {
-			walk(c, inBody, inLink)
+			walk(c, inBody, inLink, hidden)
+		}
+		if block {
+			w.words.flush()
 		}
 	}
-	walk(doc, false, false)
+	walk(doc, false, false, false)
+	w.words.flush()
 	return w
 }
 

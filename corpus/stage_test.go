@@ -108,7 +108,7 @@ func TestStageEndToEnd(t *testing.T) {
 	}
 	st.add("http://mirror.sim.test/edited", genPage("Article 1", near, pageOpts{}))
 	st.add("http://h1.sim.test/noai", genPage("Opted out", genParagraphs(77, 8, 60), pageOpts{}))
-	st.add("http://h2.sim.test/links", genPage("Links", genParagraphs(78, 1, 20), pageOpts{navLinks: 300}))
+	st.add("http://h2.sim.test/links", genPage("Links", linkParagraphs(78, 4, 40, 1), pageOpts{navLinks: 300}))
 	for i, u := range []string{"http://mirror.sim.test/copy", "http://mirror.sim.test/edited", "http://h1.sim.test/noai", "http://h2.sim.test/links", "http://h3.sim.test/missing"} {
 		j := jobFor(u, 100+i)
 		if strings.HasSuffix(u, "/noai") {
