@@ -108,7 +108,7 @@ func newCrawlFlags(name string) *crawlFlags {
 	fs.BoolVar(&c.BoundedMemory, "bounded-memory", false, "bound the resident set for very large frontiers: a 1.25 GiB soft Go memory limit (unless GOMEMLIMIT is set) and Badger's mapped table pages trimmed above 256 MiB")
 	fs.Int64Var(&f.gcHeadroom, "gc-headroom", DefaultGCHeadroom, "bytes the Go heap may grow past what is live before a collection, when that is more than GOGC allows (fewer collections, fewer pauses; at most this much more memory; 0: GOGC alone; ignored when GOGC is set)")
 	fs.IntVar(&c.Filters.MinTextLength, "min-text-length", 200, "corpus: pages with less main text (characters) are rejected")
-	fs.Float64Var(&c.Filters.MaxLinkDensity, "max-link-density", 0.5, "corpus: pages with a larger share of text inside links are rejected")
+	fs.Float64Var(&c.Filters.MaxLinkDensity, "max-link-density", 0.5, "corpus: pages whose main text has a larger share inside links are rejected")
 	fs.StringVar(&f.languages, "languages", "", "corpus: comma-separated ISO 639-1 codes to keep (empty: all)")
 	fs.BoolVar(&c.Filters.IncludeOptOut, "include-opt-out", false, "corpus: keep the text of pages that opted out (noindex, noai, TDM reservation)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
