@@ -274,7 +274,7 @@ func Open(cfg Config) (*Frontier, error) {
 	f := &Frontier{
 		cfg:        cfg,
 		db:         cfg.DB,
-		log:        slog.Default().With("component", "frontier"),
+		log:        cfg.Logger.With("component", "frontier"),
 		hosts:      make(map[string]*host),
 		wake:       make(chan struct{}),
 		retryDue:   make(map[uint16]int64),
