@@ -34,6 +34,11 @@
 //     in Badger; not found there means "ask Badger". When most cache misses of recent
 //     calls turned out seen, the index is asked before the Bloom filter
 //     (Frontier.indexFirst).
+//   - Politeness arithmetic (politeness.go): a host's next allowed time at lease, when a
+//     request is over (delay after the response's end, Retry-After), when deferred; the
+//     retry backoff with jitter and when a failure parks a URL; Next's wait; the merge of
+//     two host states. Pure functions over values (times and randomness passed in),
+//     tested from tables to the millisecond; the locked code only calls them.
 //   - Leases: a URL leaves its queue only in Done. Transient failures retry with
 //     exponential backoff and full jitter; the MaxAttempts-th failure parks the URL as a
 //     dead letter with its last error. Retry-After (429/503) holds the whole host.

@@ -406,10 +406,7 @@ func (f *Frontier) hostLocked(name string) *host {
 }
 
 func (f *Frontier) delayOf(h *host) time.Duration {
-	if h.delaySet {
-		return h.delay
-	}
-	return f.cfg.DefaultDelay
+	return hostDelay(h.delay, h.delaySet, f.cfg.DefaultDelay)
 }
 
 // fixLocked puts the host into the waiting heap (poll moves it to the ready heap when its
@@ -1118,7 +1115,6 @@ func (f *Frontier) poll() (*Lease, time.Duration, <-chan struct{}, error) {
 			}
 			continue
 		}
-		wait := time.Duration(-1)
 		for f.waiting.Len() > 0 && f.waiting.hs[0].next <= now {
 			heap.Push(&f.ready, heap.Pop(&f.waiting))
 		}
@@ -1140,14 +1136,14 @@ func (f *Frontier) poll() (*Lease, time.Duration, <-chan struct{}, error) {
 			}
 			continue
 		}
+		var hostNext, retryNext int64
 		if f.waiting.Len() > 0 {
-			wait = time.Duration(f.waiting.hs[0].next - now)
+			hostNext = f.waiting.hs[0].next
 		}
-		if f.retryNext != 0 && !f.moving {
-			if rw := time.Duration(f.retryNext - now); wait < 0 || rw < wait {
-				wait = rw
-			}
+		if !f.moving {
+			retryNext = f.retryNext
 		}
+		wait := pollWait(now, hostNext, f.waiting.Len() > 0, retryNext)
 		f.waiters++
 		wake := f.wake
 		f.mu.Unlock()
@@ -1171,7 +1167,7 @@ func (f *Frontier) leaseLocked(h *host, now int64) *Lease {
 	f.inflight++
 	h.leased = append(h.leased, it.key)
 	prev := h.next
-	h.next = now + int64(f.delayOf(h))
+	h.next = nextAtLease(now, f.delayOf(h))
 	f.fixLocked(h)
 	r := it.rec
 	return &Lease{
@@ -1601,7 +1597,7 @@ func (f *Frontier) prepDone(p *donePrep, now time.Time, rc *Recrawl) {
 	case Retry:
 		rec.Attempts++
 		rec.LastErr, rec.LastStatus = o.Err, o.Status
-		if rec.Attempts >= f.cfg.MaxAttempts || o.Park {
+		if parkAsDead(rec.Attempts, f.cfg.MaxAttempts, o.Park) {
 			p.dead = true
 			dl := DeadLetter{URL: l.URL, Host: l.Host, Attempts: rec.Attempts, LastErr: o.Err, Status: o.Status, At: now}
 			sr := SeenRecord{URL: l.URL, Status: o.Status, State: StateDead, Reason: o.Err, Meta: o.Meta, At: now}
@@ -1658,21 +1654,10 @@ func (f *Frontier) applyDoneLocked(p *donePrep, now time.Time) {
 // where it was if no request was sent, else (PerHost 1) at least the delay past the
 // response's end; RetryAfter pushes it further.
 func (f *Frontier) politeLocked(h *host, l *Lease, o Outcome, nowNs int64) {
-	switch {
-	case o.NoRequest:
-		if h.next == l.leaseNext {
-			h.next = l.prevNext
-		}
-	case f.cfg.PerHost == 1:
-		end := nowNs
-		if !o.Finished.IsZero() {
-			end = min(end+int64(maxFinishedAhead), o.Finished.UnixNano())
-		}
-		h.next = max(h.next, end+int64(f.delayOf(h)))
-	}
-	if o.RetryAfter > 0 {
-		h.next = max(h.next, nowNs+int64(o.RetryAfter))
-	}
+	h.next = nextAfterRequest(h.next, requestOver{
+		now: nowNs, prevNext: l.prevNext, leaseNext: l.leaseNext, delay: f.delayOf(h), perHost: f.cfg.PerHost,
+		noRequest: o.NoRequest, finished: o.Finished, retryAfter: o.RetryAfter,
+	})
 }
 
 // Release says that a lease's request is over (o as Done will get it; its politeness
@@ -1701,18 +1686,9 @@ func (f *Frontier) Release(l *Lease, o Outcome) {
 	f.signalLocked()
 }
 
-// maxFinishedAhead bounds how far past Done an Outcome's Finished may move the host's
-// politeness clock.
-const maxFinishedAhead = time.Minute
-
-// backoff is full jitter over min(BackoffMax, BackoffBase * 2^(attempt-1)).
+// backoff is full jitter over min(BackoffMax, BackoffBase * 2^(attempt-1)) (retryBackoff).
 func (f *Frontier) backoff(attempt int) time.Duration {
-	d := f.cfg.BackoffBase
-	for i := 1; i < attempt && d < f.cfg.BackoffMax; i++ {
-		d *= 2
-	}
-	d = min(d, f.cfg.BackoffMax)
-	return time.Duration(f.cfg.Rand() * float64(d))
+	return retryBackoff(attempt, f.cfg.BackoffBase, f.cfg.BackoffMax, f.cfg.Rand())
 }
 
 // ---- host controls ----
@@ -1771,7 +1747,7 @@ func (f *Frontier) SetHostDelay(host string, d time.Duration) {
 func (f *Frontier) DeferHost(host string, d time.Duration) {
 	f.mu.Lock()
 	h := f.hostLocked(host)
-	h.next = max(h.next, f.cfg.Now().Add(d).UnixNano())
+	h.next = deferredUntil(h.next, f.cfg.Now().UnixNano(), d)
 	f.fixLocked(h)
 	f.mu.Unlock()
 	if err := f.persistHosts(host); err != nil {

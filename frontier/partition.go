@@ -92,8 +92,8 @@ func (f *Frontier) RestPartition(p uint16, until time.Time) {
 	defer f.mu.Unlock()
 	u := until.UnixNano()
 	for _, h := range f.hostsOfLocked(p) {
-		if h.next < u {
-			h.next = u
+		if n := deferredUntil(h.next, u, 0); n != h.next {
+			h.next = n
 			f.fixLocked(h)
 		}
 	}
@@ -953,22 +953,6 @@ func seenWins(local, imported SeenRecord) bool {
 	default:
 		return false
 	}
-}
-
-// mergeHost is the more cautious of two host states: the later next-allowed time, the
-// longer delay when both set one (else the one set), the larger counters.
-func mergeHost(local, imported hostRec) hostRec {
-	m := local
-	m.Next = max(local.Next, imported.Next)
-	switch {
-	case local.DelaySet && imported.DelaySet:
-		m.Delay = max(local.Delay, imported.Delay)
-	case imported.DelaySet:
-		m.DelaySet, m.Delay = true, imported.Delay
-	}
-	m.Admitted = max(local.Admitted, imported.Admitted)
-	m.Generated = max(local.Generated, imported.Generated)
-	return m
 }
 
 // DropPartition deletes every key of partition p (families q, r, s, d, h) and forgets its
