@@ -61,11 +61,11 @@ type Lease struct {
 	Revisit    bool
 	Validators Validators
 
-	f    *Frontier
-	part uint16
-	key  []byte
-	rec  qrec
-	done atomic.Bool
+	issuer *Frontier // the frontier whose Next issued it (ErrBadLease otherwise)
+	part   uint16
+	key    []byte
+	rec    qrec
+	done   atomic.Bool
 	// prevNext and leaseNext are the host's next-allowed time before and right after this
 	// lease, so that an outcome that sent no request can give the slot back.
 	prevNext, leaseNext int64
@@ -159,8 +159,8 @@ type host struct {
 	// host's requests in flight are inflight - released.
 	released  int
 	leased    [][]byte
-	buf       []item // the first len(buf) non-leased q keys, in key order
-	next      int64  // unix ns: no lease before
+	prefetch  []item // the first len(prefetch) non-leased q keys, in key order
+	nextAt    int64  // unix ns: no lease before (politeness.go)
 	delay     time.Duration
 	delaySet  bool
 	admitted  int
@@ -169,13 +169,13 @@ type host struct {
 	// links the frontier has, for importance).
 	fetched int
 	loading bool // a refill or a park is running outside the lock
-	// cursor: every non-leased q key of the host that is not in buf is >= cursor (nil: the
+	// cursor: every non-leased q key of the host that is not in prefetch is >= cursor (nil: the
 	// host's first key). Refills seek to it instead of walking the tombstones that Done
 	// leaves at the head of the queue. loadLow is the lowest key inserted during a refill.
 	cursor, loadLow []byte
-	gen             uint64 // bumped on every change to the host's non-leased queue
-	idx             int    // index in the heap it is in (waiting or ready), -1 if absent
-	inReady         bool   // idx is in the ready heap
+	queueGen        uint64 // bumped on every change to the host's non-leased queue
+	heapIdx         int    // index in the heap it is in (waiting or ready), -1 if absent
+	inReady         bool   // heapIdx is in the ready heap
 	// revisits counts the revisit keys (band 0) among queued; revisitCredit is the deficit
 	// counter that gives revisits their share of the host's leases.
 	revisits      int
@@ -187,22 +187,22 @@ type host struct {
 }
 
 func (h *host) rec() hostRec {
-	return hostRec{DelaySet: h.delaySet, Delay: h.delay, Next: h.next, Admitted: h.admitted, Generated: h.generated}
+	return hostRec{DelaySet: h.delaySet, Delay: h.delay, Next: h.nextAt, Admitted: h.admitted, Generated: h.generated}
 }
 
 // Frontier is the per-node crawl frontier. It is safe for concurrent use.
 type Frontier struct {
-	cfg     Config
-	db      *badger.DB
-	limits  atomic.Pointer[trapLimits] // replaced whole by SetLimits
-	recrawl atomic.Pointer[Recrawl]    // replaced whole by SetRecrawl
-	histMu  sync.Mutex
-	histAvg float64 // moving average of the OPIC history of fetched URLs (relativeImportance)
-	log     *slog.Logger
+	cfg        Config
+	db         *badger.DB
+	limits     atomic.Pointer[trapLimits] // replaced whole by SetLimits
+	recrawl    atomic.Pointer[Recrawl]    // replaced whole by SetRecrawl
+	historyMu  sync.Mutex
+	historyAvg float64 // moving average of the OPIC history of fetched URLs (relativeImportance)
+	log        *slog.Logger
 
-	addMu   sync.Mutex // serializes Add's confirm-then-write of the seen set
-	hMu     sync.Mutex // serializes build+write of h keys, so the last write is the newest state
-	retryMu sync.Mutex // serializes r/ scans (mover, ParkHost)
+	addMu       sync.Mutex // serializes Add's confirm-then-write of the seen set
+	hostRecMu   sync.Mutex // serializes build+write of h keys, so the last write is the newest state
+	retryScanMu sync.Mutex // serializes r/ scans (mover, ParkHost)
 
 	bloomMu sync.RWMutex // tests under RLock; adds and sub-filter swaps under Lock
 	bloom   *seenBloom   // bloom.go
@@ -210,38 +210,38 @@ type Frontier struct {
 	// while one is due) to stop; bloomWG waits for it.
 	bloomStop chan struct{}
 	bloomWG   sync.WaitGroup
-	// fillMu guards the cached Bloom fill: counting the set bits reads the whole filter
+	// bloomFillMu guards the cached Bloom fill: counting the set bits reads the whole filter
 	// (12 MB at 10M URLs), too much for Stats, which done-checks call 5 times a second.
-	fillMu sync.Mutex
-	fillAt int64 // Now().UnixNano() of the last count
-	fill   float64
+	bloomFillMu sync.Mutex
+	bloomFillAt int64 // Now().UnixNano() of the last count
+	bloomFill   float64
 
 	seq atomic.Uint64
 
-	mu           sync.Mutex
-	hosts        map[string]*host
-	waiting      hostHeap // hosts whose next-allowed time is still to come
-	ready        hostHeap // hosts whose time has come, by priority
-	wake         chan struct{}
-	waiters      int
-	closed       bool
-	queued       int // q keys, leased included
-	inflight     int
-	retryPending int
-	revisitPend  int // r keys with the revisit bit
-	revisitQ     int // q keys in the revisit band
-	dead         int
-	seen         int
-	retryDue     map[uint16]int64 // partition -> earliest due of its r keys (upper bound)
-	retryNext    int64            // min of retryDue, 0 = none
-	retryFloor   map[uint16]int64 // partition -> no r key is due before this (scans seek here, past tombstones)
+	mu             sync.Mutex
+	hosts          map[string]*host
+	waiting        hostHeap // hosts whose next-allowed time is still to come
+	ready          hostHeap // hosts whose time has come, by priority
+	wake           chan struct{}
+	waiters        int
+	closed         bool
+	queued         int // q keys, leased included
+	inflight       int
+	retryPending   int
+	revisitPending int // r keys with the revisit bit
+	revisitQueued  int // q keys in the revisit band
+	dead           int
+	seen           int
+	retryDue       map[uint16]int64 // partition -> earliest due of its r keys (upper bound)
+	retryNext      int64            // min of retryDue, 0 = none
+	retryFloor     map[uint16]int64 // partition -> no r key is due before this (scans seek here, past tombstones)
 	// committing holds q keys written (or being written) to Badger whose in-memory insert
 	// has not happened yet; a refill that reads one leaves it to that insert.
 	committing map[string]struct{}
 	moving     bool
 
-	cache *seenCache // nil when disabled
-	idx   *seenIndex // seenindex.go; nil without Config.SeenIndexDir
+	cache   *seenCache // nil when disabled
+	seenIdx *seenIndex // seenindex.go; nil without Config.SeenIndexDir
 
 	afterAddCommit func() // test hook: runs between Add's commit and its in-memory insert
 	// bloomHook is a test hook: growSub calls it once its log has started ("logging") and
@@ -250,10 +250,10 @@ type Frontier struct {
 
 	// Partition controls (partition.go). A partition is paused while pauseUser says so or
 	// pauseOps counts a running import or drop; its hosts stay out of the ready heap and
-	// its retries are not moved. partMu serializes imports and drops.
-	pauseUser map[uint16]bool
-	pauseOps  map[uint16]int
-	partMu    sync.Mutex
+	// its retries are not moved. partitionOpMu serializes imports and drops.
+	pauseUser     map[uint16]bool
+	pauseOps      map[uint16]int
+	partitionOpMu sync.Mutex
 
 	bloomFalsePos atomic.Int64 // Bloom said "maybe", Badger said "new"
 	bloomChecks   atomic.Int64 // cache misses found seen or asked of Badger: Bloom said "maybe", or the index asked first held it
@@ -297,7 +297,7 @@ func Open(cfg Config) (*Frontier, error) {
 		if mapMax == 0 {
 			mapMax = DefaultSeenIndexMapBytes
 		}
-		f.idx = newSeenIndex(cfg.SeenIndexDir, mapMax)
+		f.seenIdx = newSeenIndex(cfg.SeenIndexDir, mapMax)
 	}
 	var maxSeq uint64
 	err := f.db.View(func(txn *badger.Txn) error {
@@ -320,7 +320,7 @@ func Open(cfg Config) (*Frontier, error) {
 				return err
 			}
 			h := f.hostLocked(string(k[3:]))
-			h.delay, h.delaySet, h.next, h.admitted, h.generated = r.Delay, r.DelaySet, r.Next, r.Admitted, r.Generated
+			h.delay, h.delaySet, h.nextAt, h.admitted, h.generated = r.Delay, r.DelaySet, r.Next, r.Admitted, r.Generated
 		}
 		it.Close()
 		// subdomain counts (MaxSubdomains) follow from the host names
@@ -342,7 +342,7 @@ func Open(cfg Config) (*Frontier, error) {
 			f.queued++
 			if prioOfKey(it.Item().Key()) == bandRevisit {
 				h.revisits++
-				f.revisitQ++
+				f.revisitQueued++
 			}
 			maxSeq = max(maxSeq, seq)
 		}
@@ -356,7 +356,7 @@ func Open(cfg Config) (*Frontier, error) {
 				continue
 			}
 			if seq&revisitBit != 0 {
-				f.revisitPend++
+				f.revisitPending++
 			} else {
 				f.retryPending++
 			}
@@ -399,7 +399,7 @@ func countPrefix(txn *badger.Txn, prefix []byte) int {
 func (f *Frontier) hostLocked(name string) *host {
 	h := f.hosts[name]
 	if h == nil {
-		h = &host{name: name, part: f.cfg.PartitionOf(name), idx: -1}
+		h = &host{name: name, part: f.cfg.PartitionOf(name), heapIdx: -1}
 		f.hosts[name] = h
 	}
 	return h
@@ -414,13 +414,13 @@ func (f *Frontier) delayOf(h *host) time.Duration {
 func (f *Frontier) fixLocked(h *host) {
 	want := !h.loading && h.queued-h.inflight > 0 && h.inflight-h.released < f.cfg.PerHost && !f.pausedLocked(h.part)
 	switch {
-	case h.idx >= 0 && h.inReady:
-		heap.Remove(&f.ready, h.idx)
-	case want && h.idx >= 0:
-		heap.Fix(&f.waiting, h.idx)
+	case h.heapIdx >= 0 && h.inReady:
+		heap.Remove(&f.ready, h.heapIdx)
+	case want && h.heapIdx >= 0:
+		heap.Fix(&f.waiting, h.heapIdx)
 		return
-	case h.idx >= 0:
-		heap.Remove(&f.waiting, h.idx)
+	case h.heapIdx >= 0:
+		heap.Remove(&f.waiting, h.heapIdx)
 	}
 	if want {
 		heap.Push(&f.waiting, h)
@@ -430,17 +430,17 @@ func (f *Frontier) fixLocked(h *host) {
 // unheapLocked takes the host out of whichever heap it is in.
 func (f *Frontier) unheapLocked(h *host) {
 	switch {
-	case h.idx >= 0 && h.inReady:
-		heap.Remove(&f.ready, h.idx)
-	case h.idx >= 0:
-		heap.Remove(&f.waiting, h.idx)
+	case h.heapIdx >= 0 && h.inReady:
+		heap.Remove(&f.ready, h.heapIdx)
+	case h.heapIdx >= 0:
+		heap.Remove(&f.waiting, h.heapIdx)
 	}
 }
 
 // insertLocked records that key k became a non-leased queued key of h (h.queued already
 // counts it) and keeps the buffer a prefix of the host's non-leased queue.
 func (f *Frontier) insertLocked(h *host, it item) {
-	h.gen++
+	h.queueGen++
 	if h.loading {
 		if h.loadLow == nil || bytes.Compare(it.key, h.loadLow) < 0 {
 			h.loadLow = it.key
@@ -448,18 +448,18 @@ func (f *Frontier) insertLocked(h *host, it item) {
 		return
 	}
 	before := h.queued - h.inflight - 1
-	n := len(h.buf)
-	if n == before || (n > 0 && bytes.Compare(it.key, h.buf[n-1].key) < 0) {
-		i, found := slices.BinarySearchFunc(h.buf, it.key, func(a item, k []byte) int { return bytes.Compare(a.key, k) })
+	n := len(h.prefetch)
+	if n == before || (n > 0 && bytes.Compare(it.key, h.prefetch[n-1].key) < 0) {
+		i, found := slices.BinarySearchFunc(h.prefetch, it.key, func(a item, k []byte) int { return bytes.Compare(a.key, k) })
 		if found {
 			return // cannot happen while committing works; never lease a key twice
 		}
-		h.buf = slices.Insert(h.buf, i, it)
-		if len(h.buf) > f.cfg.Prefetch {
-			last := len(h.buf) - 1
-			lowerCursor(h, h.buf[last].key)
-			h.buf[last] = item{}
-			h.buf = h.buf[:last]
+		h.prefetch = slices.Insert(h.prefetch, i, it)
+		if len(h.prefetch) > f.cfg.Prefetch {
+			last := len(h.prefetch) - 1
+			lowerCursor(h, h.prefetch[last].key)
+			h.prefetch[last] = item{}
+			h.prefetch = h.prefetch[:last]
 		}
 		return
 	}
@@ -578,8 +578,8 @@ func (b *batch) discard() {
 
 // persistHosts writes the host records of names (their current state).
 func (f *Frontier) persistHosts(names ...string) error {
-	f.hMu.Lock()
-	defer f.hMu.Unlock()
+	f.hostRecMu.Lock()
+	defer f.hostRecMu.Unlock()
 	f.mu.Lock()
 	ops := make([]op, 0, len(names))
 	for _, n := range names {
@@ -602,13 +602,13 @@ func (f *Frontier) persistHosts(names ...string) error {
 // ---- Add ----
 
 type prep struct {
-	c     *Candidate
-	host  string
-	part  uint16
-	hash  [16]byte
-	gen   bool
-	maybe bool
-	seen  bool
+	c         *Candidate
+	host      string
+	part      uint16
+	hash      [16]byte
+	generated bool // looks machine-generated (GeneratedBudget)
+	maybe     bool
+	seen      bool
 	// cached: the seen cache holds it; indexed: the seen index was asked (before the
 	// Bloom filter) and did not hold it.
 	cached, indexed bool
@@ -732,7 +732,7 @@ func (f *Frontier) Add(cands []Candidate) (AddResult, error) {
 			miss++
 		}
 	}
-	if miss > 0 && f.idx != nil && f.seenShare.Load() > indexFirstShare {
+	if miss > 0 && f.seenIdx != nil && f.seenShare.Load() > indexFirstShare {
 		miss = f.indexFirst(items, miss)
 	}
 	if miss > 0 {
@@ -786,11 +786,11 @@ func (f *Frontier) Add(cands []Candidate) (AddResult, error) {
 		return res, nil
 	}
 	for i := range items {
-		items[i].gen = f.cfg.GeneratedBudget >= 0 && looksGenerated(items[i].c.URL)
+		items[i].generated = f.cfg.GeneratedBudget >= 0 && looksGenerated(items[i].c.URL)
 	}
 
-	f.hMu.Lock()
-	defer f.hMu.Unlock()
+	f.hostRecMu.Lock()
+	defer f.hostRecMu.Unlock()
 	f.mu.Lock()
 	accepted := items[:0]
 	touched := make(map[*host]struct{})
@@ -805,19 +805,19 @@ func (f *Frontier) Add(cands []Candidate) (AddResult, error) {
 			}
 		}
 		h := f.hostLocked(it.host)
-		if !it.gen && f.cfg.GeneratedBudget >= 0 && h.queryVariant(it.c.URL, f.cfg.QueryVariantsFree) {
-			it.gen = true
+		if !it.generated && f.cfg.GeneratedBudget >= 0 && h.queryVariant(it.c.URL, f.cfg.QueryVariantsFree) {
+			it.generated = true
 		}
 		if f.cfg.MaxPagesPerHost >= 0 && h.admitted >= f.cfg.MaxPagesPerHost {
 			res.Rejected[RejectHostPageCap]++
 			continue
 		}
-		if it.gen && h.generated >= f.cfg.GeneratedBudget {
+		if it.generated && h.generated >= f.cfg.GeneratedBudget {
 			res.Rejected[RejectGeneratedBudget]++
 			continue
 		}
 		h.admitted++
-		if it.gen {
+		if it.generated {
 			h.generated++
 		}
 		it.h = h
@@ -875,7 +875,7 @@ func (f *Frontier) Add(cands []Candidate) (AddResult, error) {
 		f.mu.Lock()
 		for _, it := range accepted[done:] {
 			it.h.admitted--
-			if it.gen {
+			if it.generated {
 				it.h.generated--
 			}
 			delete(f.committing, string(it.key))
@@ -914,7 +914,7 @@ func (f *Frontier) Add(cands []Candidate) (AddResult, error) {
 // TrimSeenIndex drops the process's mapping of the seen index's pages (they stay in the
 // page cache; the next lookup of a page maps it back with a minor fault) and returns the
 // mapped bytes it advised. For badgermem.Trimmer.Also.
-func (f *Frontier) TrimSeenIndex() int64 { return f.idx.trim() }
+func (f *Frontier) TrimSeenIndex() int64 { return f.seenIdx.trim() }
 
 // The order of a cache miss's checks. A miss is a new URL or a seen one the cache does
 // not hold (a "cold" link). Bloom first costs a new URL one filter test (k probes, each a
@@ -957,7 +957,7 @@ func (f *Frontier) indexFirst(items []prep, miss int) int {
 		if it.seen {
 			continue
 		}
-		ok, err := f.idx.has(it.part, it.hash)
+		ok, err := f.seenIdx.has(it.part, it.hash)
 		if err != nil {
 			return miss
 		}
@@ -983,7 +983,7 @@ func (f *Frontier) confirm(items []prep) error {
 	if !need {
 		return nil
 	}
-	if f.idx != nil {
+	if f.seenIdx != nil {
 		// The seen index's runs first: a key found there is a committed seen key (a
 		// search of one mapped block); one not found may be newer than its run, so Badger
 		// is asked.
@@ -996,7 +996,7 @@ func (f *Frontier) confirm(items []prep) error {
 				need = true // asked before the Bloom filter: not in its run
 				continue
 			}
-			ok, err := f.idx.has(items[i].part, items[i].hash)
+			ok, err := f.seenIdx.has(items[i].part, items[i].hash)
 			if err != nil {
 				// A failing disk: Badger answers the rest of this call (one warning a call,
 				// not one a link).
@@ -1115,18 +1115,18 @@ func (f *Frontier) poll() (*Lease, time.Duration, <-chan struct{}, error) {
 			}
 			continue
 		}
-		for f.waiting.Len() > 0 && f.waiting.hs[0].next <= now {
+		for f.waiting.Len() > 0 && f.waiting.hs[0].nextAt <= now {
 			heap.Push(&f.ready, heap.Pop(&f.waiting))
 		}
 		if f.ready.Len() > 0 {
 			h := f.ready.hs[0]
-			if h.next > now { // its clock moved without a fix; cannot happen, but be safe
+			if h.nextAt > now { // its clock moved without a fix; cannot happen, but be safe
 				heap.Pop(&f.ready)
 				heap.Push(&f.waiting, h)
 				f.mu.Unlock()
 				continue
 			}
-			if len(h.buf) > 0 {
+			if len(h.prefetch) > 0 {
 				l := f.leaseLocked(h, now)
 				f.mu.Unlock()
 				return l, 0, nil, nil
@@ -1138,7 +1138,7 @@ func (f *Frontier) poll() (*Lease, time.Duration, <-chan struct{}, error) {
 		}
 		var hostNext, retryNext int64
 		if f.waiting.Len() > 0 {
-			hostNext = f.waiting.hs[0].next
+			hostNext = f.waiting.hs[0].nextAt
 		}
 		if !f.moving {
 			retryNext = f.retryNext
@@ -1153,27 +1153,27 @@ func (f *Frontier) poll() (*Lease, time.Duration, <-chan struct{}, error) {
 
 func (f *Frontier) leaseLocked(h *host, now int64) *Lease {
 	i := f.pickLocked(h)
-	it := h.buf[i]
-	h.buf[i] = item{}
+	it := h.prefetch[i]
+	h.prefetch[i] = item{}
 	if i == 0 {
-		h.buf = h.buf[1:]
+		h.prefetch = h.prefetch[1:]
 	} else {
-		h.buf = slices.Delete(h.buf, i, i+1)
+		h.prefetch = slices.Delete(h.prefetch, i, i+1)
 	}
-	if len(h.buf) == 0 {
-		h.buf = nil
+	if len(h.prefetch) == 0 {
+		h.prefetch = nil
 	}
 	h.inflight++
 	f.inflight++
 	h.leased = append(h.leased, it.key)
-	prev := h.next
-	h.next = nextAtLease(now, f.delayOf(h))
+	prev := h.nextAt
+	h.nextAt = nextAtLease(now, f.delayOf(h))
 	f.fixLocked(h)
 	r := it.rec
 	return &Lease{
 		URL: r.URL, Host: h.name, Depth: r.Depth, Hops: r.Hops, Attempts: r.Attempts, From: r.From, Priority: r.Priority,
 		Cash: r.Cash, History: r.History, Revisit: prioOfKey(it.key) == bandRevisit, Validators: r.Val,
-		f: f, part: h.part, key: it.key, rec: r, prevNext: prev, leaseNext: h.next,
+		issuer: f, part: h.part, key: it.key, rec: r, prevNext: prev, leaseNext: h.nextAt,
 	}
 }
 
@@ -1183,7 +1183,7 @@ func (f *Frontier) refill(h *host) error {
 	h.loading = true
 	h.loadLow = nil
 	f.fixLocked(h)
-	gen := h.gen
+	gen := h.queueGen
 	leased := slices.Clone(h.leased)
 	cursor := h.cursor
 	want := h.queued - h.inflight
@@ -1208,14 +1208,14 @@ func (f *Frontier) refill(h *host) error {
 				return ok
 			})
 		}
-		h.buf = items
+		h.prefetch = items
 		if len(items) > 0 {
 			h.cursor = append(slices.Clone(items[len(items)-1].key), 0) // just after the last read
 		}
 		if h.loadLow != nil && (h.cursor == nil || bytes.Compare(h.loadLow, h.cursor) < 0) {
 			h.cursor = h.loadLow
 		}
-		if gen == h.gen && full && scanned < f.cfg.Prefetch && scanned == len(items) {
+		if gen == h.queueGen && full && scanned < f.cfg.Prefetch && scanned == len(items) {
 			// The scan saw the whole non-leased queue: heal the count if it drifted.
 			if want := h.inflight + len(items); want != h.queued {
 				f.log.Warn("queue count corrected", "host", h.name, "had", h.queued, "want", want)
@@ -1269,8 +1269,8 @@ func (f *Frontier) scanQueue(h *host, from []byte, leased [][]byte) ([]item, err
 
 // moveDue moves retry records whose time has come back into their queues.
 func (f *Frontier) moveDue(now int64) error {
-	f.retryMu.Lock()
-	defer f.retryMu.Unlock()
+	f.retryScanMu.Lock()
+	defer f.retryScanMu.Unlock()
 	f.mu.Lock()
 	var parts []uint16
 	var floors []int64
@@ -1421,13 +1421,13 @@ func (f *Frontier) movePartition(p uint16, now, floor int64) (int64, error) {
 			h.queued++
 			f.queued++
 			if m.rev {
-				f.revisitPend--
+				f.revisitPending--
 			} else {
 				f.retryPending--
 			}
 			if prioOfKey(m.it.key) == bandRevisit {
 				h.revisits++
-				f.revisitQ++
+				f.revisitQueued++
 			}
 			f.insertLocked(h, m.it)
 			f.fixLocked(h)
@@ -1495,7 +1495,7 @@ func (f *Frontier) DoneBatch(cs []Completion, onErr func(i int, err error)) {
 	writes := 0
 	for i := range cs {
 		l, o := cs[i].Lease, cs[i].Outcome
-		if l == nil || l.f != f {
+		if l == nil || l.issuer != f {
 			fail(i, ErrBadLease)
 			continue
 		}
@@ -1631,7 +1631,7 @@ func (f *Frontier) applyDoneLocked(p *donePrep, now time.Time) {
 		h.fetched++
 		if prioOfKey(l.key) == bandRevisit {
 			h.revisits--
-			f.revisitQ--
+			f.revisitQueued--
 		}
 		switch {
 		case p.dead:
@@ -1640,7 +1640,7 @@ func (f *Frontier) applyDoneLocked(p *donePrep, now time.Time) {
 			f.retryPending++
 			f.noteRetryLocked(l.part, p.due)
 		case p.revisitNext:
-			f.revisitPend++
+			f.revisitPending++
 			f.noteRetryLocked(l.part, p.due)
 		}
 	}
@@ -1654,7 +1654,7 @@ func (f *Frontier) applyDoneLocked(p *donePrep, now time.Time) {
 // where it was if no request was sent, else (PerHost 1) at least the delay past the
 // response's end; RetryAfter pushes it further.
 func (f *Frontier) politeLocked(h *host, l *Lease, o Outcome, nowNs int64) {
-	h.next = nextAfterRequest(h.next, requestOver{
+	h.nextAt = nextAfterRequest(h.nextAt, requestOver{
 		now: nowNs, prevNext: l.prevNext, leaseNext: l.leaseNext, delay: f.delayOf(h), perHost: f.cfg.PerHost,
 		noRequest: o.NoRequest, finished: o.Finished, retryAfter: o.RetryAfter,
 	})
@@ -1669,7 +1669,7 @@ func (f *Frontier) politeLocked(h *host, l *Lease, o Outcome, nowNs int64) {
 // has its other URLs. Release after Done, a second Release, or a lease the host no longer
 // holds (its partition was handed off) are no-ops. Optional: Done alone does both.
 func (f *Frontier) Release(l *Lease, o Outcome) {
-	if l == nil || l.f != f || l.done.Load() {
+	if l == nil || l.issuer != f || l.done.Load() {
 		return
 	}
 	f.mu.Lock()
@@ -1747,7 +1747,7 @@ func (f *Frontier) SetHostDelay(host string, d time.Duration) {
 func (f *Frontier) DeferHost(host string, d time.Duration) {
 	f.mu.Lock()
 	h := f.hostLocked(host)
-	h.next = deferredUntil(h.next, f.cfg.Now().UnixNano(), d)
+	h.nextAt = deferredUntil(h.nextAt, f.cfg.Now().UnixNano(), d)
 	f.fixLocked(h)
 	f.mu.Unlock()
 	if err := f.persistHosts(host); err != nil {
@@ -1802,11 +1802,11 @@ func (f *Frontier) ParkHost(host, reason string) (int, error) {
 		return 0, nil
 	}
 	h.loading = true
-	for i := range h.buf {
-		h.buf[i] = item{}
+	for i := range h.prefetch {
+		h.prefetch[i] = item{}
 	}
-	h.buf = nil
-	h.gen++
+	h.prefetch = nil
+	h.queueGen++
 	leased := slices.Clone(h.leased)
 	f.fixLocked(h)
 	f.mu.Unlock()
@@ -1816,9 +1816,9 @@ func (f *Frontier) ParkHost(host, reason string) (int, error) {
 
 	f.mu.Lock()
 	h.loading = false
-	h.buf = nil
+	h.prefetch = nil
 	h.cursor, h.loadLow = nil, nil
-	h.gen++
+	h.queueGen++
 	h.queued -= nq
 	f.queued -= nq
 	f.retryPending -= nr
@@ -1884,8 +1884,8 @@ func (f *Frontier) park(h *host, leased [][]byte, reason string, now time.Time) 
 	nq = len(qs)
 
 	// retry-pending
-	f.retryMu.Lock()
-	defer f.retryMu.Unlock()
+	f.retryScanMu.Lock()
+	defer f.retryScanMu.Unlock()
 	var rs []kv
 	err = f.db.View(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: true, PrefetchSize: 100, Prefix: famPrefix(famRetry, h.part)})
@@ -1934,11 +1934,11 @@ func (f *Frontier) Stats() Stats {
 	s := Stats{
 		Queued: f.queued - f.inflight, InFlight: f.inflight, Hosts: len(f.hosts),
 		RetryPending: f.retryPending, DeadLetters: f.dead, Seen: f.seen,
-		RevisitPending: f.revisitPend, RevisitQueued: f.revisitQ,
+		RevisitPending: f.revisitPending, RevisitQueued: f.revisitQueued,
 	}
 	for _, hs := range [][]*host{f.ready.hs, f.waiting.hs} {
 		for _, h := range hs {
-			if h.next <= now {
+			if h.nextAt <= now {
 				s.ReadyHosts++
 			} else {
 				s.WaitingHosts++
@@ -1948,13 +1948,13 @@ func (f *Frontier) Stats() Stats {
 	f.mu.Unlock()
 	f.bloomMu.RLock()
 	s.BloomBytes = f.bloom.bytes()
-	f.fillMu.Lock()
-	if f.fillAt == 0 || now-f.fillAt >= int64(bloomFillEvery) || now < f.fillAt {
-		f.fill = f.bloom.fill()
-		f.fillAt = now
+	f.bloomFillMu.Lock()
+	if f.bloomFillAt == 0 || now-f.bloomFillAt >= int64(bloomFillEvery) || now < f.bloomFillAt {
+		f.bloomFill = f.bloom.fill()
+		f.bloomFillAt = now
 	}
-	s.BloomFill = f.fill
-	f.fillMu.Unlock()
+	s.BloomFill = f.bloomFill
+	f.bloomFillMu.Unlock()
 	f.bloomMu.RUnlock()
 	s.BloomChecks, s.BloomFalsePositives = f.bloomChecks.Load(), f.bloomFalsePos.Load()
 	s.SeenIndexHits = f.idxHits.Load()
@@ -1970,7 +1970,7 @@ const bloomFillEvery = time.Second
 func (f *Frontier) Idle() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.queued == 0 && f.inflight == 0 && f.retryPending == 0 && f.revisitPend == 0
+	return f.queued == 0 && f.inflight == 0 && f.retryPending == 0 && f.revisitPending == 0
 }
 
 // DeadLetters calls fn for each dead letter (partition order) until fn returns false.
@@ -2041,13 +2041,13 @@ func (f *Frontier) Close() error {
 	now := f.cfg.Now().UnixNano()
 	var names []string
 	for n, h := range f.hosts {
-		if h.next > now {
+		if h.nextAt > now {
 			names = append(names, n)
 		}
 	}
 	f.mu.Unlock()
 	f.stopBloom()
-	f.idx.close()
+	f.seenIdx.close()
 	if len(names) > 0 {
 		if err := f.persistHosts(names...); err != nil {
 			return fmt.Errorf("frontier: close: %w", err)

@@ -92,8 +92,8 @@ func (f *Frontier) RestPartition(p uint16, until time.Time) {
 	defer f.mu.Unlock()
 	u := until.UnixNano()
 	for _, h := range f.hostsOfLocked(p) {
-		if n := deferredUntil(h.next, u, 0); n != h.next {
-			h.next = n
+		if n := deferredUntil(h.nextAt, u, 0); n != h.nextAt {
+			h.nextAt = n
 			f.fixLocked(h)
 		}
 	}
@@ -126,7 +126,7 @@ func (f *Frontier) inflightLocked(p uint16) int {
 
 // beginPartitionOp pauses p for an import or a drop, waits for a refill of one of its
 // hosts that started before the pause, and refuses while p has leases in flight. The
-// caller holds partMu and calls endPartitionOp when done (also after an error).
+// caller holds partitionOpMu and calls endPartitionOp when done (also after an error).
 func (f *Frontier) beginPartitionOp(p uint16) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -471,8 +471,8 @@ type rawRec struct {
 // chunk, so Next and Add see imported data at once when p is not paused by the caller.
 func (f *Frontier) ImportPartition(p uint16, next func() (family byte, key, value []byte, err error)) (ImportStats, error) {
 	var st ImportStats
-	f.partMu.Lock()
-	defer f.partMu.Unlock()
+	f.partitionOpMu.Lock()
+	defer f.partitionOpMu.Unlock()
 	err := f.beginPartitionOp(p)
 	defer f.endPartitionOp(p)
 	if err != nil {
@@ -563,16 +563,16 @@ type seenState struct {
 	exists bool
 }
 
-// apply merges one chunk. It holds addMu (no Add confirms or writes meanwhile), hMu (host
-// records) and retryMu (no retry moves) from the local reads to the in-memory update.
+// apply merges one chunk. It holds addMu (no Add confirms or writes meanwhile), hostRecMu (host
+// records) and retryScanMu (no retry moves) from the local reads to the in-memory update.
 func (im *importer) apply(chunk []rawRec) error {
 	f := im.f
 	f.addMu.Lock()
 	defer f.addMu.Unlock()
-	f.hMu.Lock()
-	defer f.hMu.Unlock()
-	f.retryMu.Lock()
-	defer f.retryMu.Unlock()
+	f.hostRecMu.Lock()
+	defer f.hostRecMu.Unlock()
+	f.retryScanMu.Lock()
+	defer f.retryScanMu.Unlock()
 
 	type group struct {
 		ops []op
@@ -784,7 +784,7 @@ func (im *importer) apply(chunk []rawRec) error {
 	for _, hr := range hostRecs {
 		h := im.hostLocked(hr.name)
 		m := mergeHost(h.rec(), hr.rec)
-		h.delay, h.delaySet, h.next, h.admitted, h.generated = m.Delay, m.DelaySet, m.Next, m.Admitted, m.Generated
+		h.delay, h.delaySet, h.nextAt, h.admitted, h.generated = m.Delay, m.DelaySet, m.Next, m.Admitted, m.Generated
 		groups = append(groups, group{ops: []op{{k: hKey(im.p, hr.name), v: m.encode()}}})
 		im.st.Hosts++
 	}
@@ -834,7 +834,7 @@ func (im *importer) apply(chunk []rawRec) error {
 			f.queued++
 			if prioOfKey(e.it.key) == bandRevisit {
 				h.revisits++
-				f.revisitQ++
+				f.revisitQueued++
 			}
 			f.insertLocked(h, e.it)
 			f.fixLocked(h)
@@ -842,7 +842,7 @@ func (im *importer) apply(chunk []rawRec) error {
 			im.st.Queued++
 		case effRetry:
 			if (localRef{key: e.delKey, retry: true}).revisit() {
-				f.revisitPend++
+				f.revisitPending++
 			} else {
 				f.retryPending++
 			}
@@ -858,11 +858,11 @@ func (im *importer) apply(chunk []rawRec) error {
 				f.queued--
 				if prioOfKey(e.delKey) == bandRevisit {
 					h.revisits--
-					f.revisitQ--
+					f.revisitQueued--
 				}
-				h.gen++
-				if i := slices.IndexFunc(h.buf, func(it item) bool { return bytes.Equal(it.key, e.delKey) }); i >= 0 {
-					h.buf = slices.Delete(h.buf, i, i+1)
+				h.queueGen++
+				if i := slices.IndexFunc(h.prefetch, func(it item) bool { return bytes.Equal(it.key, e.delKey) }); i >= 0 {
+					h.prefetch = slices.Delete(h.prefetch, i, i+1)
 				}
 				f.fixLocked(h)
 			}
@@ -970,8 +970,8 @@ func seenWins(local, imported SeenRecord) bool {
 // URL that comes back later, never a lost URL (every "maybe" is confirmed). The seen
 // cache, whose hits are trusted without a lookup, is cleared.
 func (f *Frontier) DropPartition(p uint16) error {
-	f.partMu.Lock()
-	defer f.partMu.Unlock()
+	f.partitionOpMu.Lock()
+	defer f.partitionOpMu.Unlock()
 	err := f.beginPartitionOp(p)
 	defer f.endPartitionOp(p)
 	if err != nil {
@@ -979,10 +979,10 @@ func (f *Frontier) DropPartition(p uint16) error {
 	}
 	f.addMu.Lock()
 	defer f.addMu.Unlock()
-	f.hMu.Lock()
-	defer f.hMu.Unlock()
-	f.retryMu.Lock()
-	defer f.retryMu.Unlock()
+	f.hostRecMu.Lock()
+	defer f.hostRecMu.Unlock()
+	f.retryScanMu.Lock()
+	defer f.retryScanMu.Unlock()
 
 	type del struct {
 		fam  byte
@@ -1015,7 +1015,7 @@ func (f *Frontier) DropPartition(p uint16) error {
 	}
 	done := dels[:min(b.commited, len(dels))]
 	f.cache.reset()
-	f.idx.drop(p) // after the commit: runs read before it no longer answer for p
+	f.seenIdx.drop(p) // after the commit: runs read before it no longer answer for p
 
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -1025,14 +1025,14 @@ func (f *Frontier) DropPartition(p uint16) error {
 		case famQueue:
 			perHost[d.host]++
 			if prioOfKey(d.key) == bandRevisit {
-				f.revisitQ--
+				f.revisitQueued--
 				if h := f.hosts[d.host]; h != nil {
 					h.revisits--
 				}
 			}
 		case famRetry:
 			if (localRef{key: d.key, retry: true}).revisit() {
-				f.revisitPend--
+				f.revisitPending--
 			} else {
 				f.retryPending--
 			}
@@ -1048,8 +1048,8 @@ func (f *Frontier) DropPartition(p uint16) error {
 			if h := f.hosts[name]; h != nil {
 				h.queued -= n
 				f.queued -= n
-				h.buf, h.cursor, h.loadLow = nil, nil, nil
-				h.gen++
+				h.prefetch, h.cursor, h.loadLow = nil, nil, nil
+				h.queueGen++
 			}
 		}
 		return fmt.Errorf("frontier: drop partition %d: %w", p, err)
