@@ -82,6 +82,50 @@ func (f *Frontier) Add(cands []Candidate) (AddResult, error) {
 	if f.isClosed() {
 		return res, ErrClosed
 	}
+	items := f.screen(cands, &res)
+	if len(items) == 0 {
+		return res, nil
+	}
+	items, boosts, err := f.precheck(items, &res)
+	if err != nil {
+		return res, err
+	}
+
+	f.addMu.Lock()
+	defer f.addMu.Unlock()
+	f.passCash(boosts)
+	if len(items) == 0 {
+		return res, nil
+	}
+	if items, err = f.recheck(items, &res, boosts[:0]); err != nil || len(items) == 0 {
+		return res, err
+	}
+	for i := range items {
+		items[i].generated = f.cfg.GeneratedBudget >= 0 && looksGenerated(items[i].c.URL)
+	}
+
+	f.hostRecMu.Lock()
+	defer f.hostRecMu.Unlock()
+	accepted, hostOps := f.admit(items, &res)
+	if len(accepted) == 0 {
+		return res, nil
+	}
+	recs, done, err := f.commitAdd(accepted, hostOps)
+	if f.afterAddCommit != nil {
+		f.afterAddCommit()
+	}
+	f.publishAdded(accepted[:done], recs)
+	res.Added = done
+	if err != nil {
+		return res, fmt.Errorf("frontier: add: %w", err)
+	}
+	return res, nil
+}
+
+// screen is Add's first pass, with no lock: it answers from the seen cache, rejects by
+// the static trap checks, and merges a URL's repeated occurrences in the batch. It
+// returns what needs a seen check.
+func (f *Frontier) screen(cands []Candidate, res *AddResult) []prep {
 	// Room for the links the seen cache does not answer, which in a long crawl are a
 	// fifth of a batch or fewer: a prep per candidate was 10 KiB zeroed per 100 links.
 	items := make([]prep, 0, min(len(cands), 32))
@@ -128,11 +172,14 @@ func (f *Frontier) Add(cands []Candidate) (AddResult, error) {
 		}
 		items = append(items, prep{c: c, host: hn, part: f.cfg.PartitionOf(hn), hash: hash, cash: c.Cash, links: 1, seen: cached, cached: cached})
 	}
-	if len(items) == 0 {
-		return res, nil
-	}
-	// Pre-check outside addMu: the seen cache's misses pay the Bloom filter's k probes
-	// (all k for a "maybe"), each a likely cache miss in a filter of many MB.
+	return items
+}
+
+// precheck is the seen check before addMu, concurrent with other Adds: the seen cache's
+// misses pay the Bloom filter's k probes (all k for a "maybe"), each a likely cache miss
+// in a filter of many MB, and every "maybe" is confirmed. It returns the URLs still new
+// and, with Config.Importance, the seen ones whose cash is to be passed on.
+func (f *Frontier) precheck(items []prep, res *AddResult) (fresh, boosts []prep, err error) {
 	miss := 0
 	for i := range items {
 		if !items[i].seen {
@@ -152,54 +199,56 @@ func (f *Frontier) Add(cands []Candidate) (AddResult, error) {
 		f.bloomMu.RUnlock()
 	}
 	if err := f.confirm(items); err != nil {
-		return res, err
+		return nil, nil, err
 	}
 	f.noteSeenShare(items)
-	var boosts []prep
 	var bp *[]prep
 	if f.cfg.Importance {
 		bp = &boosts
 	}
-	items = f.dropSeen(items, &res, bp)
+	return f.dropSeen(items, res, bp), boosts, nil
+}
 
-	f.addMu.Lock()
-	defer f.addMu.Unlock()
-	if len(boosts) > 0 {
-		if err := f.boost(boosts); err != nil {
-			f.log.Warn("opic cash not passed on", "urls", len(boosts), "err", err)
-		}
-	}
-	if len(items) == 0 {
-		return res, nil
-	}
-	// Re-check: a concurrent Add may have committed some of them since. Every commit adds
-	// its hashes to the filter before releasing addMu, so "definitely new" is still exact.
+// recheck repeats the seen check under addMu: a concurrent Add may have committed some of
+// items since precheck. Every commit adds its hashes to the filter before releasing
+// addMu, so "definitely new" is still exact. boosts is a buffer for the cash to pass on.
+func (f *Frontier) recheck(items []prep, res *AddResult, boosts []prep) ([]prep, error) {
 	f.bloomMu.RLock()
 	for i := range items {
 		items[i].maybe = f.bloom.test(items[i].hash)
 	}
 	f.bloomMu.RUnlock()
 	if err := f.confirm(items); err != nil {
-		return res, err
+		return nil, err
 	}
-	boosts = boosts[:0]
-	items = f.dropSeen(items, &res, bp)
-	if len(boosts) > 0 {
-		if err := f.boost(boosts); err != nil {
-			f.log.Warn("opic cash not passed on", "urls", len(boosts), "err", err)
-		}
+	var bp *[]prep
+	if f.cfg.Importance {
+		bp = &boosts
 	}
-	if len(items) == 0 {
-		return res, nil
-	}
-	for i := range items {
-		items[i].generated = f.cfg.GeneratedBudget >= 0 && looksGenerated(items[i].c.URL)
-	}
+	items = f.dropSeen(items, res, bp)
+	f.passCash(boosts)
+	return items, nil
+}
 
-	f.hostRecMu.Lock()
-	defer f.hostRecMu.Unlock()
+// passCash gives the OPIC cash of links to URLs already seen (Config.Importance) and
+// logs a failure: the estimate is approximate by design. Called with addMu held.
+func (f *Frontier) passCash(boosts []prep) {
+	if len(boosts) == 0 {
+		return
+	}
+	if err := f.boost(boosts); err != nil {
+		f.log.Warn("opic cash not passed on", "urls", len(boosts), "err", err)
+	}
+}
+
+// admit applies the per-host caps (MaxSubdomains, MaxPagesPerHost, GeneratedBudget, query
+// variants) under mu and reserves what it accepts: the hosts' counters, a queue key per
+// URL (noted in committing until its in-memory insert) and the host records to write.
+// Called with addMu and hostRecMu held.
+func (f *Frontier) admit(items []prep, res *AddResult) (accepted []prep, hostOps []op) {
 	f.mu.Lock()
-	accepted := items[:0]
+	defer f.mu.Unlock()
+	accepted = items[:0]
 	touched := make(map[*host]struct{})
 	for _, it := range items {
 		if f.hosts[it.host] == nil && it.c.Depth > 0 && f.cfg.MaxSubdomains >= 0 {
@@ -238,21 +287,22 @@ func (f *Frontier) Add(cands []Candidate) (AddResult, error) {
 		it.key = qKey(it.part, it.host, queueBand(it.c.Priority, it.h.importance(it.cash, it.links, it.h.pagesAdding())), it.c.Depth, f.seq.Add(1))
 		f.committing[string(it.key)] = struct{}{}
 	}
-	hops := make([]op, 0, len(touched))
+	hostOps = make([]op, 0, len(touched))
 	for h := range touched {
 		r := h.rec()
-		hops = append(hops, op{k: hKey(h.part, h.name), v: r.encode()})
+		hostOps = append(hostOps, op{k: hKey(h.part, h.name), v: r.encode()})
 	}
-	f.mu.Unlock()
-	if len(accepted) == 0 {
-		return res, nil
-	}
+	return accepted, hostOps
+}
 
+// commitAdd writes the accepted URLs, seen and queued records of each in one group, and
+// the host records. It returns the queue records and how many URLs were committed; on an
+// error it gives back the reservations (admit) of the URLs not written.
+func (f *Frontier) commitAdd(accepted []prep, hostOps []op) (recs []qrec, done int, err error) {
 	now := f.cfg.Now()
 	b := newBatch(f.db)
 	defer b.discard()
-	recs := make([]qrec, len(accepted))
-	var err error
+	recs = make([]qrec, len(accepted))
 	for i := range accepted {
 		it := &accepted[i]
 		c := it.c
@@ -267,7 +317,7 @@ func (f *Frontier) Add(cands []Candidate) (AddResult, error) {
 		}
 	}
 	if err == nil {
-		for _, o := range hops {
+		for _, o := range hostOps {
 			if err = b.group(o); err != nil {
 				break
 			}
@@ -276,9 +326,8 @@ func (f *Frontier) Add(cands []Candidate) (AddResult, error) {
 	if err == nil {
 		err = b.commit()
 	}
-	done := min(b.commited, len(accepted))
+	done = min(b.commited, len(accepted))
 	if err != nil {
-		// Give back the reservations of what was not written.
 		f.mu.Lock()
 		for _, it := range accepted[done:] {
 			it.h.admitted--
@@ -289,19 +338,22 @@ func (f *Frontier) Add(cands []Candidate) (AddResult, error) {
 		}
 		f.mu.Unlock()
 	}
+	return recs, done, err
+}
 
-	if f.afterAddCommit != nil {
-		f.afterAddCommit()
-	}
+// publishAdded makes committed URLs known: the Bloom filter and the seen cache, then the
+// counters, the hosts' queues and the schedule. Called with addMu held, so the filter
+// holds them before another Add's recheck.
+func (f *Frontier) publishAdded(added []prep, recs []qrec) {
 	f.bloomMu.Lock()
-	for _, it := range accepted[:done] {
+	for _, it := range added {
 		f.bloom.add(it.part, it.hash)
 		f.cache.add(it.c.URL)
 	}
 	f.bloomMu.Unlock()
 
 	f.mu.Lock()
-	for i, it := range accepted[:done] {
+	for i, it := range added {
 		delete(f.committing, string(it.key))
 		it.h.queued++
 		f.queued++
@@ -311,11 +363,6 @@ func (f *Frontier) Add(cands []Candidate) (AddResult, error) {
 	}
 	f.signalLocked()
 	f.mu.Unlock()
-	res.Added = done
-	if err != nil {
-		return res, fmt.Errorf("frontier: add: %w", err)
-	}
-	return res, nil
 }
 
 // TrimSeenIndex drops the process's mapping of the seen index's pages (they stay in the

@@ -387,9 +387,19 @@ func (f *Frontier) growSub(i byte) (err error) {
 			runN = uint(run.n)
 		}
 	}
+	f.installGrown(s, nf, size, n, n0, runN, runOK)
+	return nil
+}
+
+// installGrown ends a growSub, under bloomMu: the keys logged since the rebuild began go
+// into the new filter nf (sized for size; nil: only the run was rebuilt), which replaces
+// the old one with n keys read plus those; the sub-filter's run size becomes runN, and
+// the log is kept as the new run's, dropped without an index, or marked lost when the
+// run was not rebuilt (runOK false). n0 is the sub-filter's count when growSub began.
+func (f *Frontier) installGrown(s *bloomSub, nf *bloom.BloomFilter, size, n, n0, runN uint, runOK bool) {
 	f.bloomMu.Lock()
 	added := s.n - n0 // the URLs added since the rebuild began: all in the new log
-	if filter {
+	if nf != nil {
 		for _, e := range s.pend {
 			nf.Add(e[2:])
 		}
@@ -407,9 +417,8 @@ func (f *Frontier) growSub(i byte) (err error) {
 		s.pend, s.pendLost = nil, true
 	}
 	s.rebuilding = false
-	s.due = sb.overdue(s) // the worker loops on to it
+	s.due = f.bloom.overdue(s) // the worker loops on to it
 	f.bloomMu.Unlock()
-	return nil
 }
 
 // scanKeys passes emit every seen key of sub-filter i (partition and hash) from one Badger

@@ -123,3 +123,20 @@ func mergeHost(local, imported hostRec) hostRec {
 	m.Generated = max(local.Generated, imported.Generated)
 	return m
 }
+
+// revisitPushBack decides where a revisit that came due at now goes when waiting
+// revisits of its host already wait in its queue: at most slots of them wait there
+// (room for new URLs, bounded memory); the others get a later due time, by the host's
+// pace, one delay (at least minRevisitStep) per place in the line past the slots. It
+// returns the new due time and true, or false when the revisit joins the queue now.
+func revisitPushBack(now int64, delay time.Duration, waiting, slots int) (int64, bool) {
+	if waiting < slots {
+		return 0, false
+	}
+	step := int64(max(delay, minRevisitStep))
+	return now + step*int64(waiting-slots+1), true
+}
+
+// minRevisitStep is the least spacing of pushed-back revisits of one host (a host
+// without a delay).
+const minRevisitStep = 50 * time.Millisecond

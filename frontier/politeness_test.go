@@ -233,3 +233,27 @@ func TestPollWait(t *testing.T) {
 		}
 	}
 }
+
+func TestRevisitPushBack(t *testing.T) {
+	cases := []struct {
+		name           string
+		now            int64
+		delay          time.Duration
+		waiting, slots int
+		want           int64
+		later          bool
+	}{
+		{"room in the queue", at(0), 1000 * ms, 3, 4, 0, false},
+		{"the first past the slots waits one delay", at(0), 1000 * ms, 4, 4, at(1000), true},
+		{"the third past waits three", at(500), 1000 * ms, 6, 4, at(3500), true},
+		{"a host without a delay is spaced by the minimum", at(0), 0, 5, 4, at(100), true},
+		{"a short delay is raised to the minimum", at(0), 20 * ms, 4, 4, at(50), true},
+		{"one slot", at(0), 250 * ms, 1, 1, at(250), true},
+	}
+	for _, c := range cases {
+		got, later := revisitPushBack(c.now, c.delay, c.waiting, c.slots)
+		if later != c.later || got != c.want {
+			t.Errorf("%s: revisitPushBack = %d ms, %v; want %d ms, %v", c.name, (got-t0)/1e6, later, (c.want-t0)/1e6, c.later)
+		}
+	}
+}

@@ -3,7 +3,6 @@ package frontier
 import (
 	"fmt"
 	"math"
-	"time"
 
 	"github.com/dgraph-io/badger/v4"
 )
@@ -62,102 +61,17 @@ func (f *Frontier) moveDue(now int64) error {
 // movePartition moves the due r keys of one partition; it returns the due time of the
 // first r key left (0 if none).
 func (f *Frontier) movePartition(p uint16, now, floor int64) (int64, error) {
-	const chunk = 512
 	for {
-		type moved struct {
-			host string
-			it   item
-			rev  bool // an r key with the revisit bit
-		}
-		var ms []moved
-		var nextDue int64
-		type pushed struct {
-			due    int64
-			wasRev bool
-		}
-		var later []pushed
-		perHost := map[string]int{} // revisits moved or pushed back in this chunk
-		txn := f.db.NewTransaction(true)
-		it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: true, PrefetchSize: 64, Prefix: famPrefix(famRetry, p)})
-		var err error
-		for it.Seek(rKey(p, floor, 0)); it.Valid() && len(ms)+len(later) < chunk; it.Next() {
-			rk := it.Item().KeyCopy(nil)
-			_, due, _, ok := parseRKey(rk)
-			if !ok {
-				continue
-			}
-			if due > now {
-				nextDue = due
-				break
-			}
-			var v []byte
-			if v, err = it.Item().ValueCopy(nil); err != nil {
-				break
-			}
-			qk, r, derr := decodeR(v)
-			if derr != nil {
-				err = derr
-				break
-			}
-			hn, _, ok := parseQKey(qk)
-			if !ok {
-				err = fmt.Errorf("%w: retry key", ErrCorrupt)
-				break
-			}
-			if err = txn.Delete(rk); err != nil {
-				break
-			}
-			if prioOfKey(qk) == bandRevisit {
-				// Revisits wait in the order they came due (depth 0, a new sequence), not
-				// in the order of their depth, so none is starved behind a home page.
-				qk = qKey(p, hn, bandRevisit, 0, f.seq.Add(1))
-				// At most revisitSlots revisits of a host wait in its queue; the rest are
-				// pushed back by the host's pace (one delay per place in the line).
-				f.mu.Lock()
-				waitingRev := perHost[hn]
-				if h := f.hosts[hn]; h != nil {
-					waitingRev += h.revisits
-				}
-				step := int64(max(f.delayOf(f.hostLocked(hn)), 50*time.Millisecond))
-				f.mu.Unlock()
-				perHost[hn]++
-				if waitingRev >= f.revisitSlots() {
-					_, _, seq, _ := parseRKey(rk)
-					nd := now + step*int64(waitingRev-f.revisitSlots()+1)
-					if err = txn.Set(rKey(p, nd, seq), v); err != nil {
-						break
-					}
-					later = append(later, pushed{nd, seq&revisitBit != 0})
-					continue
-				}
-			}
-			if err = txn.Set(qk, r.encode()); err != nil {
-				break
-			}
-			_, _, rseq, _ := parseRKey(rk)
-			ms = append(ms, moved{hn, item{key: qk, rec: r}, rseq&revisitBit != 0})
-		}
-		full := len(ms)+len(later) >= chunk
-		it.Close()
-		if err == nil {
-			f.mu.Lock()
-			for _, m := range ms {
-				f.committing[string(m.it.key)] = struct{}{}
-			}
-			f.mu.Unlock()
-			err = txn.Commit()
-		} else {
-			txn.Discard()
-		}
+		mc, err := f.moveChunk(p, now, floor)
 		f.mu.Lock()
-		for _, m := range ms {
+		for _, m := range mc.moved {
 			delete(f.committing, string(m.it.key))
 		}
 		if err != nil {
 			f.mu.Unlock()
 			return 0, err
 		}
-		for _, m := range ms {
+		for _, m := range mc.moved {
 			h := f.hostLocked(m.host)
 			h.queued++
 			f.queued++
@@ -173,14 +87,109 @@ func (f *Frontier) movePartition(p uint16, now, floor int64) (int64, error) {
 			f.insertLocked(h, m.it)
 			f.fixLocked(h)
 		}
-		for _, l := range later {
-			if l.due < nextDue || nextDue == 0 {
-				nextDue = l.due
+		nextDue := mc.nextDue
+		for _, due := range mc.later {
+			if due < nextDue || nextDue == 0 {
+				nextDue = due
 			}
 		}
 		f.mu.Unlock()
-		if !full {
+		if !mc.full {
 			return nextDue, nil
 		}
 	}
 }
+
+// movedRetry is an r key moved back to its host's queue.
+type movedRetry struct {
+	host string
+	it   item
+	rev  bool // an r key with the revisit bit
+}
+
+// retryChunk is what one moveChunk committed.
+type retryChunk struct {
+	moved   []movedRetry
+	later   []int64 // the new due times of revisits pushed back
+	nextDue int64   // the due time of the first r key left unscanned, 0 if none seen
+	full    bool    // the chunk is full: more may be due
+}
+
+// moveChunk moves up to moveChunkSize due r keys of partition p (from floor on) in one
+// transaction: each to its q key, or, for a revisit of a host whose queue holds its
+// share of revisits already, to a later r key (revisitPushBack). The moved q keys are in
+// committing when it returns; the caller takes them out.
+func (f *Frontier) moveChunk(p uint16, now, floor int64) (retryChunk, error) {
+	var mc retryChunk
+	perHost := map[string]int{} // revisits moved or pushed back in this chunk
+	txn := f.db.NewTransaction(true)
+	it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: true, PrefetchSize: 64, Prefix: famPrefix(famRetry, p)})
+	var err error
+	for it.Seek(rKey(p, floor, 0)); it.Valid() && len(mc.moved)+len(mc.later) < moveChunkSize; it.Next() {
+		rk := it.Item().KeyCopy(nil)
+		_, due, rseq, ok := parseRKey(rk)
+		if !ok {
+			continue
+		}
+		if due > now {
+			mc.nextDue = due
+			break
+		}
+		var v []byte
+		if v, err = it.Item().ValueCopy(nil); err != nil {
+			break
+		}
+		qk, r, derr := decodeR(v)
+		if derr != nil {
+			err = derr
+			break
+		}
+		hn, _, ok := parseQKey(qk)
+		if !ok {
+			err = fmt.Errorf("%w: retry key", ErrCorrupt)
+			break
+		}
+		if err = txn.Delete(rk); err != nil {
+			break
+		}
+		if prioOfKey(qk) == bandRevisit {
+			// Revisits wait in the order they came due (depth 0, a new sequence), not
+			// in the order of their depth, so none is starved behind a home page.
+			qk = qKey(p, hn, bandRevisit, 0, f.seq.Add(1))
+			f.mu.Lock()
+			waitingRev := perHost[hn]
+			if h := f.hosts[hn]; h != nil {
+				waitingRev += h.revisits
+			}
+			delay := f.delayOf(f.hostLocked(hn))
+			f.mu.Unlock()
+			perHost[hn]++
+			if nd, later := revisitPushBack(now, delay, waitingRev, f.revisitSlots()); later {
+				if err = txn.Set(rKey(p, nd, rseq), v); err != nil {
+					break
+				}
+				mc.later = append(mc.later, nd)
+				continue
+			}
+		}
+		if err = txn.Set(qk, r.encode()); err != nil {
+			break
+		}
+		mc.moved = append(mc.moved, movedRetry{hn, item{key: qk, rec: r}, rseq&revisitBit != 0})
+	}
+	mc.full = len(mc.moved)+len(mc.later) >= moveChunkSize
+	it.Close()
+	if err != nil {
+		txn.Discard()
+		return mc, err
+	}
+	f.mu.Lock()
+	for _, m := range mc.moved {
+		f.committing[string(m.it.key)] = struct{}{}
+	}
+	f.mu.Unlock()
+	return mc, txn.Commit()
+}
+
+// moveChunkSize bounds the r keys one moveChunk transaction moves.
+const moveChunkSize = 512
