@@ -35,7 +35,7 @@ const (
 // seenBloom is the partitioned filter. Every field is guarded by Frontier.bloomMu: tests
 // under RLock, adds and the rebuild's bookkeeping under Lock.
 type seenBloom struct {
-	fp     float64
+	fpRate float64
 	minCap uint // per sub-filter: ExpectedURLs / bloomSubs
 	subs   [bloomSubs]bloomSub
 	// spawn starts the goroutine that grows due sub-filters; add calls it (under bloomMu)
@@ -48,11 +48,11 @@ type seenBloom struct {
 }
 
 type bloomSub struct {
-	bf  *bloom.BloomFilter
-	cap uint // URLs it was sized for
-	n   uint // URLs added since it was built (dropped partitions' URLs stay counted)
+	filter *bloom.BloomFilter
+	cap    uint // URLs it was sized for
+	n      uint // URLs added since it was built (dropped partitions' URLs stay counted)
 	// rebuilding: a rebuild has started; every key added meanwhile is logged in pend, and
-	// replayed into the new filter before it replaces bf.
+	// replayed into the new filter before it replaces filter.
 	rebuilding bool
 	due        bool // overdue: waiting for the rebuild goroutine
 	// With a seen index: runN is the size of the sub-filter's run, fresh the URLs added
@@ -70,7 +70,7 @@ type bloomSub struct {
 }
 
 func newSeenBloom(expected uint, fp float64) *seenBloom {
-	return &seenBloom{fp: fp, minCap: max(1, expected/bloomSubs)}
+	return &seenBloom{fpRate: fp, minCap: max(1, expected/bloomSubs)}
 }
 
 // size is the capacity a sub-filter holding n URLs is (re)built for.
@@ -78,13 +78,13 @@ func (sb *seenBloom) size(n uint) uint {
 	return max(sb.minCap, uint(math.Ceil(float64(n)*bloomGrowth)))
 }
 
-func (sb *seenBloom) test(h [16]byte) bool { return sb.subs[h[0]].bf.Test(h[:]) }
+func (sb *seenBloom) test(h [16]byte) bool { return sb.subs[h[0]].filter.Test(h[:]) }
 
 // add records a committed seen key of partition part. The caller holds bloomMu for writing,
 // and adds only hashes whose Badger commit has returned (growSub relies on that order).
 func (sb *seenBloom) add(part uint16, h [16]byte) {
 	s := &sb.subs[h[0]]
-	s.bf.Add(h[:])
+	s.filter.Add(h[:])
 	s.n++
 	if s.rebuilding || sb.idxMin > 0 && !s.pendLost {
 		if !s.rebuilding && len(s.pend) >= sb.pendMax(s) {
@@ -127,7 +127,7 @@ func (sb *seenBloom) wake() {
 func (sb *seenBloom) bytes() int {
 	n := 0
 	for i := range sb.subs {
-		n += int(sb.subs[i].bf.Cap() / 8)
+		n += int(sb.subs[i].filter.Cap() / 8)
 	}
 	return n
 }
@@ -135,8 +135,8 @@ func (sb *seenBloom) bytes() int {
 func (sb *seenBloom) fill() float64 {
 	var set, all uint
 	for i := range sb.subs {
-		set += sb.subs[i].bf.BitSet().Count()
-		all += sb.subs[i].bf.Cap()
+		set += sb.subs[i].filter.BitSet().Count()
+		all += sb.subs[i].filter.Cap()
 	}
 	return float64(set) / float64(max(1, all))
 }
@@ -148,14 +148,14 @@ func (f *Frontier) buildBloom(seen int) error {
 	sb := newSeenBloom(f.cfg.ExpectedURLs, f.cfg.BloomFPRate)
 	per := sb.size(uint(seen) / bloomSubs)
 	for i := range sb.subs {
-		sb.subs[i].bf = bloom.NewWithEstimates(per, sb.fp)
+		sb.subs[i].filter = bloom.NewWithEstimates(per, sb.fpRate)
 		sb.subs[i].cap = per
 	}
 	// The seen index's runs come from the same scan (writers before the snapshot).
 	var ws []*idxWriter
-	if f.idx != nil {
+	if f.seenIdx != nil {
 		for i := range bloomSubs {
-			w, err := f.idx.writer(byte(i), 8<<10)
+			w, err := f.seenIdx.writer(byte(i), 8<<10)
 			if err != nil {
 				for _, w := range ws {
 					w.abort()
@@ -194,10 +194,10 @@ func (f *Frontier) buildBloom(seen int) error {
 			}
 			return fmt.Errorf("seen index: %w", err)
 		}
-		f.idx.install(byte(i), run)
+		f.seenIdx.install(byte(i), run)
 		sb.subs[i].runN = uint(run.n)
 	}
-	if f.idx != nil {
+	if f.seenIdx != nil {
 		sb.idxMin = idxMinStale // from now on: every run holds its sub-filter's URLs
 	}
 	for i := range sb.subs {
@@ -292,7 +292,7 @@ func (f *Frontier) growSub(i byte) (err error) {
 	sb := f.bloom
 	s := &sb.subs[i]
 	f.bloomMu.Lock()
-	filter := s.n > s.cap || f.idx == nil
+	filter := s.n > s.cap || f.seenIdx == nil
 	prev, lost := s.pend, s.pendLost
 	s.pend, s.pendLost, s.rebuilding = nil, false, true
 	n0 := s.n
@@ -305,7 +305,7 @@ func (f *Frontier) growSub(i byte) (err error) {
 			// log: the next rebuild scans.
 			f.bloomMu.Lock()
 			s.rebuilding = false
-			s.pend, s.pendLost = nil, f.idx != nil
+			s.pend, s.pendLost = nil, f.seenIdx != nil
 			f.bloomMu.Unlock()
 		}
 	}()
@@ -315,18 +315,18 @@ func (f *Frontier) growSub(i byte) (err error) {
 	}
 	var nf *bloom.BloomFilter
 	if filter {
-		nf = bloom.NewWithEstimates(size, sb.fp)
+		nf = bloom.NewWithEstimates(size, sb.fpRate)
 	}
 	var old *idxRun // only this goroutine installs runs: it stays open while read below
-	if f.idx != nil {
-		old = f.idx.run(i)
+	if f.seenIdx != nil {
+		old = f.seenIdx.run(i)
 	}
-	merge := old != nil && !lost && f.idx.drops.Load() == old.built
+	merge := old != nil && !lost && f.seenIdx.drops.Load() == old.built
 	// The sub-filter's seen-index run comes from the same read; its writer is made before
 	// a scan's snapshot is taken (seenIndex.writer reads the drop count).
 	var w *idxWriter
-	if f.idx != nil {
-		if w, err = f.idx.writer(i, idxWriteChunk); err != nil {
+	if f.seenIdx != nil {
+		if w, err = f.seenIdx.writer(i, idxWriteChunk); err != nil {
 			f.log.Warn("seen index run not rebuilt", "sub", i, "err", err)
 			w, err = nil, nil
 			if !filter {
@@ -361,11 +361,11 @@ func (f *Frontier) growSub(i byte) (err error) {
 			w.built = old.built // the merged run is as old as the oldest snapshot in it
 		}
 		n, err = f.mergeKeys(old, prev, emit)
-		f.idx.merges.Add(1)
+		f.seenIdx.merges.Add(1)
 	} else {
 		n, err = f.scanKeys(i, emit)
-		if f.idx != nil {
-			f.idx.scans.Add(1)
+		if f.seenIdx != nil {
+			f.seenIdx.scans.Add(1)
 		}
 	}
 	if err != nil {
@@ -383,33 +383,42 @@ func (f *Frontier) growSub(i byte) (err error) {
 			f.log.Warn("seen index run not rebuilt", "sub", i, "err", werr)
 			runOK = false
 		} else {
-			f.idx.install(i, run)
+			f.seenIdx.install(i, run)
 			runN = uint(run.n)
 		}
 	}
+	f.installGrown(s, nf, size, n, n0, runN, runOK)
+	return nil
+}
+
+// installGrown ends a growSub, under bloomMu: the keys logged since the rebuild began go
+// into the new filter nf (sized for size; nil: only the run was rebuilt), which replaces
+// the old one with n keys read plus those; the sub-filter's run size becomes runN, and
+// the log is kept as the new run's, dropped without an index, or marked lost when the
+// run was not rebuilt (runOK false). n0 is the sub-filter's count when growSub began.
+func (f *Frontier) installGrown(s *bloomSub, nf *bloom.BloomFilter, size, n, n0, runN uint, runOK bool) {
 	f.bloomMu.Lock()
 	added := s.n - n0 // the URLs added since the rebuild began: all in the new log
-	if filter {
+	if nf != nil {
 		for _, e := range s.pend {
 			nf.Add(e[2:])
 		}
 		// A hash both read and in the log counts twice: n only ever overcounts.
 		n += added
-		s.bf, s.cap, s.n = nf, size, n
+		s.filter, s.cap, s.n = nf, size, n
 	}
 	// A run not rebuilt (write error) keeps its old one and is tried again once as many
 	// URLs were added again (no retry loop on a failing disk), with a scan: the old log
 	// it missed is gone.
 	s.runN, s.fresh = runN, added
-	if f.idx == nil {
+	if f.seenIdx == nil {
 		s.pend = nil
 	} else if !runOK {
 		s.pend, s.pendLost = nil, true
 	}
 	s.rebuilding = false
-	s.due = sb.overdue(s) // the worker loops on to it
+	s.due = f.bloom.overdue(s) // the worker loops on to it
 	f.bloomMu.Unlock()
-	return nil
 }
 
 // scanKeys passes emit every seen key of sub-filter i (partition and hash) from one Badger

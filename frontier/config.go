@@ -3,6 +3,7 @@ package frontier
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"time"
 
@@ -30,6 +31,11 @@ type Config struct {
 
 	// Now is the clock. Default time.Now. Tests pass a fake clock.
 	Now func() time.Time
+
+	// Logger receives the frontier's warnings and errors, with component=frontier added.
+	// Default slog.Default() (as it is when Open runs). Two frontiers in one process (two
+	// nodes in a test) pass their own to tell their lines apart.
+	Logger *slog.Logger
 
 	// PartitionOf maps a host key to its partition. Default: xxhash64(host) % 271.
 	PartitionOf func(host string) uint16
@@ -130,6 +136,9 @@ const DefaultPartitions = 271
 func (c *Config) setDefaults() {
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
 	}
 	if c.PartitionOf == nil {
 		c.PartitionOf = func(host string) uint16 { return uint16(xxhash.Sum64String(host) % DefaultPartitions) }

@@ -34,6 +34,11 @@
 //     in Badger; not found there means "ask Badger". When most cache misses of recent
 //     calls turned out seen, the index is asked before the Bloom filter
 //     (Frontier.indexFirst).
+//   - Politeness arithmetic (politeness.go): a host's next allowed time at lease, when a
+//     request is over (delay after the response's end, Retry-After), when deferred; the
+//     retry backoff with jitter and when a failure parks a URL; Next's wait; the merge of
+//     two host states. Pure functions over values (times and randomness passed in),
+//     tested from tables to the millisecond; the locked code only calls them.
 //   - Leases: a URL leaves its queue only in Done. Transient failures retry with
 //     exponential backoff and full jitter; the MaxAttempts-th failure parks the URL as a
 //     dead letter with its last error. Retry-After (429/503) holds the whole host.
@@ -54,6 +59,47 @@
 //	r|part|due(8, unix ns)|seq(8)                  URL waiting for its retry (its q key + qrec); seq's top
 //	                                               bit set: a fetched URL scheduled for its next visit
 //
+// Files, by duty: frontier.go (the public types, the Frontier and host structs, Open,
+// Close), add.go (Add: screen, seen check, caps, commit), lease.go (Next, poll, refill),
+// done.go (Done, DoneBatch, Release), retry.go (moving due retries and revisits back to
+// their queues), hostctl.go (Limits, host delay, defer, meta, ParkHost), hosts.go (host
+// views for operators), schedule.go (the host heaps, wake-ups, retry due times),
+// politeness.go (the pure politeness and retry arithmetic), batch.go (grouped Badger
+// writes), read.go (Stats, Lookup, dead letters), partition.go (partition pause, export,
+// drop), import.go (ImportPartition: decode, a pure decide, write), opic.go, recrawl.go,
+// traps.go, bloom.go, seencache.go, seenindex.go, keys.go (encodings).
+//
+// Locks. Every mutex of a Frontier, what it guards, and the order: a goroutine holding one
+// takes only mutexes listed after it (TestLockOrder checks the source against this list,
+// through the methods each function calls).
+//
+//  1. partitionOpMu: one ImportPartition or DropPartition at a time.
+//  2. addMu: Add's "confirm not seen, then write seen + queued", so two Adds never admit
+//     a URL twice; an import chunk and a drop hold it so that no Add confirms or writes
+//     meanwhile. OPIC cash passed to queued URLs (boost) runs under it.
+//  3. hostRecMu: building and writing h/ records (persistHosts, Add, import, drop), so
+//     the last write is the newest state.
+//  4. retryScanMu: scans of r/ (moving due retries back, ParkHost's retries, import,
+//     drop), so one r/ key is never moved twice.
+//  5. mu: the in-memory schedule: the hosts map and every host struct (counters,
+//     politeness clock, prefetch buffer, cursor, heap slot), the waiting and ready heaps,
+//     the frontier's counters, retryDue, retryFloor and retryNext, committing, moving,
+//     the pause maps, wake and waiters, closed, and the Limits fields of cfg. Held for
+//     memory updates only, never while Badger reads or commits, except in boost (Config.
+//     Importance: two reads and a rewrite per link, documented there); refill and ParkHost
+//     set a host's loading flag and scan its queue without it.
+//  6. bloomMu (RWMutex): the Bloom filter (seenBloom: sub-filters, counts, logs, the
+//     rebuild state). Tests under RLock; adds and sub-filter swaps under Lock. No code
+//     holds mu and bloomMu together today; the order allows bloomMu inside mu.
+//  7. bloomFillMu: the cached Bloom fill of Stats, taken under bloomMu.RLock.
+//  8. Leaves, which take nothing while held: historyMu (the moving average of OPIC
+//     history, relativeImportance), the seen cache's shard locks (seencache.go, taken
+//     under bloomMu and addMu), the seen index's dropMu and per-run locks (seenindex.go).
+//
+// Without a lock: limits and recrawl (atomic pointers, replaced whole), seq, the Bloom
+// and seen-index counters and seenShare (atomics), Lease.done (atomic). Lease.released
+// is guarded by mu.
+//
 // Memory holds no per-URL state: per host a small struct (counters, politeness, heap slot)
 // and, for hosts with queued URLs, a prefetch buffer of up to Prefetch records; per
 // partition the earliest retry due time; the Bloom filter (1.2-1.44 bytes per URL at 1%);
@@ -68,6 +114,13 @@
 // goroutine lags).
 //
 // Decisions where the design is silent:
+//   - Logging goes to Config.Logger (default slog.Default()) with component=frontier, and
+//     host= where one host is concerned.
+//   - Function length: no function of the package is over 120 lines. Open (about 120)
+//     loads the five key families in one read transaction and stays in one piece so the
+//     counts it takes all come from one snapshot. Some tests and benchmarks are longer:
+//     a table of cases (TestPoliteness) or one scenario with its phases in order
+//     (BenchmarkSeenSetScale) reads better whole than cut into helpers.
 //   - Limits: 0 in Config means "the default", a negative value means "unlimited"
 //     (MaxDepth, MaxPagesPerHost, MaxURLLength, MaxRepeatedSegments, MaxQueryParams,
 //     GeneratedBudget). A zero DefaultDelay needs DefaultDelaySet, a zero MaxDepth

@@ -833,7 +833,7 @@ func TestRefillDuringAddCommit(t *testing.T) {
 		f.afterAddCommit = nil
 		f.mu.Lock()
 		h := f.hosts["h.test"]
-		if len(h.buf) != 0 {
+		if len(h.prefetch) != 0 {
 			f.mu.Unlock()
 			t.Error("buffer not empty: the race is not set up")
 			return

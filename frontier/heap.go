@@ -10,7 +10,7 @@ package frontier
 //     counts as the best so it gets loaded), then time, then name.
 //
 // So Next takes the most important ready host in O(log hosts), and breadth-first order
-// (time, then name) stays the tie-break. A host's idx is its index in the heap it is in.
+// (time, then name) stays the tie-break. A host's heapIdx is its index in the heap it is in.
 type hostHeap struct {
 	hs   []*host
 	prio bool // the ready heap
@@ -24,19 +24,19 @@ func (h *hostHeap) Less(i, j int) bool {
 			return pa < pb
 		}
 	}
-	if a.next != b.next {
-		return a.next < b.next
+	if a.nextAt != b.nextAt {
+		return a.nextAt < b.nextAt
 	}
 	return a.name < b.name
 }
 func (h *hostHeap) Swap(i, j int) {
 	h.hs[i], h.hs[j] = h.hs[j], h.hs[i]
-	h.hs[i].idx = i
-	h.hs[j].idx = j
+	h.hs[i].heapIdx = i
+	h.hs[j].heapIdx = j
 }
 func (h *hostHeap) Push(x any) {
 	e := x.(*host)
-	e.idx = len(h.hs)
+	e.heapIdx = len(h.hs)
 	e.inReady = h.prio
 	h.hs = append(h.hs, e)
 }
@@ -45,7 +45,7 @@ func (h *hostHeap) Pop() any {
 	n := len(old)
 	e := old[n-1]
 	old[n-1] = nil
-	e.idx = -1
+	e.heapIdx = -1
 	e.inReady = false
 	h.hs = old[:n-1]
 	return e
@@ -54,10 +54,10 @@ func (h *hostHeap) Pop() any {
 // headPrio is the queue-key priority byte of the URL the host would lease next (0, the
 // best, while its buffer is not loaded).
 func (h *host) headPrio() uint8 {
-	if len(h.buf) == 0 {
+	if len(h.prefetch) == 0 {
 		return 0
 	}
-	return prioOfKey(h.buf[0].key)
+	return prioOfKey(h.prefetch[0].key)
 }
 
 // headRank orders ready hosts: the priority byte of the URL the host would lease next, with
@@ -70,10 +70,10 @@ func (h *host) headPrio() uint8 {
 // goes through fixLocked, which re-heaps the host.
 func (h *host) headRank() uint8 {
 	p := h.headPrio()
-	if p == bandRevisit || len(h.buf) == 0 {
+	if p == bandRevisit || len(h.prefetch) == 0 {
 		return p
 	}
-	r := h.buf[0].rec
+	r := h.prefetch[0].rec
 	if !(r.Cash > 0) {
 		return p
 	}

@@ -20,7 +20,7 @@ type HostInfo struct {
 func (f *Frontier) hostInfoLocked(h *host) HostInfo {
 	return HostInfo{
 		Host: h.name, Partition: h.part, Queued: h.queued, InFlight: h.inflight,
-		Admitted: h.admitted, Generated: h.generated, Delay: f.delayOf(h), NextAt: time.Unix(0, h.next),
+		Admitted: h.admitted, Generated: h.generated, Delay: f.delayOf(h), NextAt: time.Unix(0, h.nextAt),
 	}
 }
 

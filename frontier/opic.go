@@ -107,15 +107,15 @@ func (f *Frontier) boost(items []prep) error {
 		return fmt.Errorf("frontier: pass cash: %w", err)
 	}
 	for _, u := range ups {
-		i := slices.IndexFunc(u.h.buf, func(x item) bool { return bytes.Equal(x.key, u.old) })
+		i := slices.IndexFunc(u.h.prefetch, func(x item) bool { return bytes.Equal(x.key, u.old) })
 		if bytes.Equal(u.old, u.nk) {
 			if i >= 0 {
-				u.h.buf[i].rec = u.rec
+				u.h.prefetch[i].rec = u.rec
 			}
 			continue
 		}
 		if i >= 0 {
-			u.h.buf = slices.Delete(u.h.buf, i, i+1)
+			u.h.prefetch = slices.Delete(u.h.prefetch, i, i+1)
 		}
 		f.insertLocked(u.h, item{key: u.nk, rec: u.rec})
 		f.fixLocked(u.h)

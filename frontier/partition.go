@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"time"
 
@@ -92,8 +91,8 @@ func (f *Frontier) RestPartition(p uint16, until time.Time) {
 	defer f.mu.Unlock()
 	u := until.UnixNano()
 	for _, h := range f.hostsOfLocked(p) {
-		if h.next < u {
-			h.next = u
+		if n := deferredUntil(h.nextAt, u, 0); n != h.nextAt {
+			h.nextAt = n
 			f.fixLocked(h)
 		}
 	}
@@ -126,7 +125,7 @@ func (f *Frontier) inflightLocked(p uint16) int {
 
 // beginPartitionOp pauses p for an import or a drop, waits for a refill of one of its
 // hosts that started before the pause, and refuses while p has leases in flight. The
-// caller holds partMu and calls endPartitionOp when done (also after an error).
+// caller holds partitionOpMu and calls endPartitionOp when done (also after an error).
 func (f *Frontier) beginPartitionOp(p uint16) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -407,570 +406,6 @@ func (f *Frontier) ExportPartitionsSinceTxn(txn *badger.Txn, parts []uint16, sin
 	return readTs, nil
 }
 
-// ImportStats says what ImportPartition did with the records it read.
-type ImportStats struct {
-	Records      int // records read
-	Queued       int // q records added to a local queue
-	Retries      int // r records added to the local retry set
-	QueueKept    int // q/r records not added: the URL was already queued, waiting or final here
-	SeenNew      int // s records written where this node had none
-	SeenUpdated  int // local s records replaced by a more advanced (or later final) one
-	SeenKept     int // local s records kept (as advanced or later)
-	Unqueued     int // local queued URLs removed because the import says they are final
-	Orphans      int // "queued" s records that came without their q/r record: not marked seen
-	Dead         int // dead letters added
-	DeadKept     int // dead letters already here
-	Hosts        int // host records merged
-	HostMeta     int // host meta blobs adopted (this node had none)
-	HostMetaKept int // host meta blobs kept (this node had one)
-	Chunks       int // write batches committed
-}
-
-// importChunkRecords and importChunkBytes bound what one import step holds in memory and
-// holds addMu for.
-const (
-	importChunkRecords = 4096
-	importChunkBytes   = 8 << 20
-)
-
-type rawRec struct {
-	fam  byte
-	k, v []byte
-}
-
-// ImportPartition merges a stream of partition p's records (as written by ExportPartition
-// on another node) into this frontier. next returns the records and io.EOF at the end;
-// any other error aborts the import and is returned (wrapped), after the records read so
-// far are applied: the merge is idempotent, so the sender simply retries the whole
-// stream. A truncated or corrupt stream must therefore surface as an error from next,
-// never as io.EOF (snapshot.Reader does that).
-//
-// Merge rules (idempotent: importing the same stream twice changes nothing the second time):
-//   - q and r records: added only if this node has no seen record for the URL. Every
-//     writer of a "queued" seen record writes the URL's q or r key in the same
-//     transaction, so a seen record means the URL is queued, waiting, leased or final
-//     here, and a URL is never queued twice. Imported entries get fresh local sequence
-//     numbers (keeping their priority, depth and relative order), so they cannot collide
-//     with local keys.
-//   - s records: union; when both sides have one, the more advanced state wins
-//     (fetched/dropped/dead beat queued) and of two finals the later At. A final record
-//     that beats a local "queued" one also removes the URL from the local queue or retry
-//     set (found in an index of p's local q/r keys, built when first needed; a URL that
-//     Add queues after that stays queued and may be fetched once more, never lost). A "queued" record whose URL has no
-//     local record is not written (an orphan without its q/r record would be a URL marked
-//     seen that no queue holds).
-//   - d records: union (a local dead letter is kept).
-//   - h records: the more cautious politeness: the later next-allowed time, the longer
-//     delay when both sides set one (else the one that is set), the larger admitted and
-//     generated counters. The host meta blob (robots.txt) is kept if present, else adopted.
-//
-// The import pauses p while it runs and refuses (ErrPartitionBusy) while p has leases in
-// flight here. It works in chunks of at most importChunkRecords records; each chunk holds
-// addMu (Adds wait) while it reads the local state and commits. After each chunk the
-// in-memory state (host structs, counters, Bloom filter, prefetch buffers) includes the
-// chunk, so Next and Add see imported data at once when p is not paused by the caller.
-func (f *Frontier) ImportPartition(p uint16, next func() (family byte, key, value []byte, err error)) (ImportStats, error) {
-	var st ImportStats
-	f.partMu.Lock()
-	defer f.partMu.Unlock()
-	err := f.beginPartitionOp(p)
-	defer f.endPartitionOp(p)
-	if err != nil {
-		return st, fmt.Errorf("frontier: import partition %d: %w", p, err)
-	}
-	im := &importer{f: f, p: p, st: &st, newHosts: map[string]bool{}}
-	defer im.fixChildren()
-	var chunk []rawRec
-	size := 0
-	for {
-		fam, k, v, rerr := next()
-		if rerr == nil {
-			st.Records++
-			chunk = append(chunk, rawRec{fam, slices.Clone(k), slices.Clone(v)})
-			size += len(k) + len(v)
-			if len(chunk) < importChunkRecords && size < importChunkBytes {
-				continue
-			}
-		}
-		if len(chunk) > 0 {
-			if err := im.apply(chunk); err != nil {
-				return st, fmt.Errorf("frontier: import partition %d: %w", p, err)
-			}
-			st.Chunks++
-			chunk, size = chunk[:0], 0
-		}
-		if rerr == io.EOF { //nolint:errorlint // only the bare io.EOF ends a stream; a wrapped one is a failure
-			return st, nil
-		}
-		if rerr != nil {
-			return st, fmt.Errorf("frontier: import partition %d: stream: %w", p, rerr)
-		}
-	}
-}
-
-// importer is the state of one ImportPartition.
-type importer struct {
-	f  *Frontier
-	p  uint16
-	st *ImportStats
-	// local maps the URL hash of every q/r key of p that existed when first needed (a
-	// final import record beat a local "queued" one) to that key; built lazily, updated
-	// with what the import adds. Memory: one entry per locally queued URL of p, usually
-	// few on a receiver that did not own p.
-	local    map[[16]byte]localRef
-	newHosts map[string]bool
-}
-
-type localRef struct {
-	key   []byte
-	host  string
-	retry bool
-}
-
-// revisit says the key schedules a fetched URL's next visit (an r key with the revisit
-// bit, or a q key in the revisit band): its seen record is final by design, so a final
-// seen record does not unqueue it.
-func (r localRef) revisit() bool {
-	if r.retry {
-		_, _, seq, _ := parseRKey(r.key)
-		return seq&revisitBit != 0
-	}
-	return prioOfKey(r.key) == bandRevisit
-}
-
-// effect is what one committed write group changes in memory.
-type effect struct {
-	kind    int
-	host    string
-	it      item   // effQueue: the new q key and record
-	delKey  []byte // effUnqueue: the removed local q or r key
-	retry   bool   // effUnqueue: delKey is an r key
-	due     int64  // effRetry
-	seenNew bool   // a new s key was written (seen+1, Bloom)
-	hash    [16]byte
-}
-
-const (
-	effNone = iota
-	effQueue
-	effRetry
-	effUnqueue
-	effDead
-)
-
-type seenState struct {
-	rec    SeenRecord
-	exists bool
-}
-
-// apply merges one chunk. It holds addMu (no Add confirms or writes meanwhile), hMu (host
-// records) and retryMu (no retry moves) from the local reads to the in-memory update.
-func (im *importer) apply(chunk []rawRec) error {
-	f := im.f
-	f.addMu.Lock()
-	defer f.addMu.Unlock()
-	f.hMu.Lock()
-	defer f.hMu.Unlock()
-	f.retryMu.Lock()
-	defer f.retryMu.Unlock()
-
-	type group struct {
-		ops []op
-		eff effect
-	}
-	var groups []group
-	var metaKeys [][]byte
-	// pending seen state of URLs written earlier in this chunk
-	pend := make(map[[16]byte]seenState)
-	var hostRecs []struct {
-		name string
-		rec  hostRec
-	}
-
-	err := f.db.View(func(txn *badger.Txn) error {
-		localSeen := func(h [16]byte) (seenState, error) {
-			if s, ok := pend[h]; ok {
-				return s, nil
-			}
-			it, err := txn.Get(hashKey(famSeen, im.p, h))
-			if errors.Is(err, badger.ErrKeyNotFound) {
-				return seenState{}, nil
-			}
-			if err != nil {
-				return seenState{}, err
-			}
-			var sr SeenRecord
-			err = it.Value(func(v []byte) error {
-				var derr error
-				sr, derr = decodeSeen(v)
-				return derr
-			})
-			return seenState{rec: sr, exists: true}, err
-		}
-		exists := func(k []byte) (bool, error) {
-			_, err := txn.Get(k)
-			if errors.Is(err, badger.ErrKeyNotFound) {
-				return false, nil
-			}
-			return err == nil, err
-		}
-		for _, r := range chunk {
-			if len(r.k) < 3 || r.k[0] != r.fam {
-				return fmt.Errorf("%w: key of family %q does not start with it", ErrCorrupt, r.fam)
-			}
-			if binary.BigEndian.Uint16(r.k[1:3]) != im.p {
-				return fmt.Errorf("%w: key of partition %d", ErrForeignKey, binary.BigEndian.Uint16(r.k[1:3]))
-			}
-			switch r.fam {
-			case famQueue, famRetry:
-				var qk []byte
-				var rec qrec
-				var due int64
-				var rseq uint64
-				var err error
-				if r.fam == famQueue {
-					qk = r.k
-					rec, err = decodeQrec(r.v)
-				} else {
-					var ok bool
-					if _, due, rseq, ok = parseRKey(r.k); !ok {
-						return fmt.Errorf("%w: retry key", ErrCorrupt)
-					}
-					qk, rec, err = decodeR(r.v)
-				}
-				if err != nil {
-					return err
-				}
-				hn, _, ok := parseQKey(qk)
-				if !ok || binary.BigEndian.Uint16(qk[1:3]) != im.p {
-					return fmt.Errorf("%w: queue key", ErrCorrupt)
-				}
-				if f.cfg.PartitionOf(hn) != im.p {
-					return fmt.Errorf("%w: host %q maps to partition %d here", ErrForeignKey, hn, f.cfg.PartitionOf(hn))
-				}
-				hash := URLHash(rec.URL)
-				ls, err := localSeen(hash)
-				if err != nil {
-					return err
-				}
-				if ls.exists {
-					im.st.QueueKept++
-					continue
-				}
-				nk := binary.BigEndian.AppendUint64(slices.Clone(qk[:len(qk)-8]), f.seq.Add(1))
-				sr := SeenRecord{URL: rec.URL, State: StateQueued, At: f.cfg.Now(), QKey: nk}
-				pend[hash] = seenState{rec: sr, exists: true}
-				g := group{ops: []op{{k: hashKey(famSeen, im.p, hash), v: sr.encode()}}}
-				g.eff = effect{host: hn, seenNew: true, hash: hash}
-				if r.fam == famQueue {
-					g.ops = append(g.ops, op{k: nk, v: rec.encode()})
-					g.eff.kind, g.eff.it = effQueue, item{key: nk, rec: rec}
-				} else {
-					rk := rKey(im.p, due, f.seq.Add(1)|rseq&revisitBit)
-					g.ops = append(g.ops, op{k: rk, v: encodeR(nk, &rec)})
-					g.eff.kind, g.eff.due, g.eff.delKey = effRetry, due, rk
-				}
-				groups = append(groups, g)
-			case famSeen:
-				if len(r.k) != 19 {
-					return fmt.Errorf("%w: seen key", ErrCorrupt)
-				}
-				sr, err := decodeSeen(r.v)
-				if err != nil {
-					return err
-				}
-				var hash [16]byte
-				copy(hash[:], r.k[3:])
-				ls, err := localSeen(hash)
-				if err != nil {
-					return err
-				}
-				switch {
-				case !ls.exists && sr.State == StateQueued:
-					im.st.Orphans++
-				case !ls.exists:
-					pend[hash] = seenState{rec: sr, exists: true}
-					groups = append(groups, group{ops: []op{{k: r.k, v: r.v}}, eff: effect{seenNew: true, hash: hash}})
-					im.st.SeenNew++
-				case !seenWins(ls.rec, sr):
-					im.st.SeenKept++
-				default:
-					pend[hash] = seenState{rec: sr, exists: true}
-					g := group{ops: []op{{k: r.k, v: r.v}}}
-					if ls.rec.State == StateQueued {
-						ref, ok, err := im.localRef(txn, hash)
-						if err != nil {
-							return err
-						}
-						if ok && !ref.revisit() {
-							if present, err := exists(ref.key); err != nil {
-								return err
-							} else if present {
-								g.ops = append(g.ops, op{k: ref.key, del: true})
-								g.eff = effect{kind: effUnqueue, host: ref.host, delKey: ref.key, retry: ref.retry}
-								delete(im.local, hash)
-							}
-						}
-					}
-					groups = append(groups, g)
-					im.st.SeenUpdated++
-				}
-			case famDead:
-				if len(r.k) != 19 {
-					return fmt.Errorf("%w: dead key", ErrCorrupt)
-				}
-				if _, err := decodeDead(r.v); err != nil {
-					return err
-				}
-				ok, err := exists(r.k)
-				if err != nil {
-					return err
-				}
-				if ok {
-					im.st.DeadKept++
-					continue
-				}
-				groups = append(groups, group{ops: []op{{k: r.k, v: r.v}}, eff: effect{kind: effDead}})
-				im.st.Dead++
-			case famHost:
-				rest := r.k[3:]
-				if i := bytes.IndexByte(rest, 0); i >= 0 {
-					if !bytes.Equal(rest[i:], []byte{0, 'm'}) || i == 0 {
-						return fmt.Errorf("%w: host key", ErrCorrupt)
-					}
-					if f.cfg.PartitionOf(string(rest[:i])) != im.p {
-						return fmt.Errorf("%w: host %q", ErrForeignKey, rest[:i])
-					}
-					ok, err := exists(r.k)
-					if err != nil {
-						return err
-					}
-					if ok || slices.ContainsFunc(metaKeys, func(k []byte) bool { return bytes.Equal(k, r.k) }) {
-						im.st.HostMetaKept++
-						continue
-					}
-					metaKeys = append(metaKeys, r.k)
-					groups = append(groups, group{ops: []op{{k: r.k, v: r.v}}})
-					im.st.HostMeta++
-					continue
-				}
-				if len(rest) == 0 {
-					return fmt.Errorf("%w: host key", ErrCorrupt)
-				}
-				if f.cfg.PartitionOf(string(rest)) != im.p {
-					return fmt.Errorf("%w: host %q", ErrForeignKey, rest)
-				}
-				hr, err := decodeHost(r.v)
-				if err != nil {
-					return err
-				}
-				hostRecs = append(hostRecs, struct {
-					name string
-					rec  hostRec
-				}{string(rest), hr})
-			default:
-				return fmt.Errorf("%w: unknown family %q", ErrCorrupt, r.fam)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-
-	// Host records merge with the in-memory state (which is newer than Badger's: next is
-	// not persisted at every lease) and are written as merged.
-	f.mu.Lock()
-	for _, hr := range hostRecs {
-		h := im.hostLocked(hr.name)
-		m := mergeHost(h.rec(), hr.rec)
-		h.delay, h.delaySet, h.next, h.admitted, h.generated = m.Delay, m.DelaySet, m.Next, m.Admitted, m.Generated
-		groups = append(groups, group{ops: []op{{k: hKey(im.p, hr.name), v: m.encode()}}})
-		im.st.Hosts++
-	}
-	for _, g := range groups {
-		if g.eff.kind == effQueue {
-			im.hostLocked(g.eff.host)
-			f.committing[string(g.eff.it.key)] = struct{}{}
-		}
-	}
-	f.mu.Unlock()
-
-	b := newBatch(f.db)
-	defer b.discard()
-	for _, g := range groups {
-		if err = b.group(g.ops...); err != nil {
-			break
-		}
-	}
-	if err == nil {
-		err = b.commit()
-	}
-	done := groups[:min(b.commited, len(groups))]
-
-	f.bloomMu.Lock()
-	for _, g := range done {
-		if g.eff.seenNew {
-			f.bloom.add(im.p, g.eff.hash) // (not cached: an import's URLs are not links met just now)
-		}
-	}
-	f.bloomMu.Unlock()
-
-	f.mu.Lock()
-	for _, g := range groups {
-		if g.eff.kind == effQueue {
-			delete(f.committing, string(g.eff.it.key))
-		}
-	}
-	for _, g := range done {
-		e := g.eff
-		if e.seenNew {
-			f.seen++
-		}
-		switch e.kind {
-		case effQueue:
-			h := im.hostLocked(e.host)
-			h.queued++
-			f.queued++
-			if prioOfKey(e.it.key) == bandRevisit {
-				h.revisits++
-				f.revisitQ++
-			}
-			f.insertLocked(h, e.it)
-			f.fixLocked(h)
-			im.noteLocal(e.hash, localRef{key: e.it.key, host: e.host})
-			im.st.Queued++
-		case effRetry:
-			if (localRef{key: e.delKey, retry: true}).revisit() {
-				f.revisitPend++
-			} else {
-				f.retryPending++
-			}
-			f.noteRetryLocked(im.p, e.due)
-			im.noteLocal(e.hash, localRef{key: e.delKey, host: e.host, retry: true})
-			im.st.Retries++
-		case effUnqueue:
-			if e.retry {
-				f.retryPending--
-			} else {
-				h := im.hostLocked(e.host)
-				h.queued--
-				f.queued--
-				if prioOfKey(e.delKey) == bandRevisit {
-					h.revisits--
-					f.revisitQ--
-				}
-				h.gen++
-				if i := slices.IndexFunc(h.buf, func(it item) bool { return bytes.Equal(it.key, e.delKey) }); i >= 0 {
-					h.buf = slices.Delete(h.buf, i, i+1)
-				}
-				f.fixLocked(h)
-			}
-			im.st.Unqueued++
-		case effDead:
-			f.dead++
-		}
-	}
-	f.signalLocked()
-	f.mu.Unlock()
-	return err
-}
-
-// hostLocked is Frontier.hostLocked that remembers which hosts the import created.
-func (im *importer) hostLocked(name string) *host {
-	if im.f.hosts[name] == nil {
-		im.newHosts[name] = true
-	}
-	return im.f.hostLocked(name)
-}
-
-func (im *importer) noteLocal(h [16]byte, r localRef) {
-	if im.local != nil {
-		im.local[h] = r
-	}
-}
-
-// localRef finds the local q or r key of a URL of p, building the index on first use.
-func (im *importer) localRef(txn *badger.Txn, h [16]byte) (localRef, bool, error) {
-	if im.local == nil {
-		im.local = make(map[[16]byte]localRef)
-		for _, fam := range []byte{famQueue, famRetry} {
-			it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: true, PrefetchSize: 256, Prefix: famPrefix(fam, im.p)})
-			for it.Rewind(); it.Valid(); it.Next() {
-				v, err := it.Item().ValueCopy(nil)
-				if err != nil {
-					it.Close()
-					return localRef{}, false, err
-				}
-				var rec qrec
-				qk := it.Item().KeyCopy(nil)
-				if fam == famQueue {
-					rec, err = decodeQrec(v)
-				} else {
-					qk, rec, err = decodeR(v)
-				}
-				if err != nil {
-					it.Close()
-					return localRef{}, false, err
-				}
-				hn, _, _ := parseQKey(qk)
-				ref := localRef{key: it.Item().KeyCopy(nil), host: hn, retry: fam == famRetry}
-				im.local[URLHash(rec.URL)] = ref
-			}
-			it.Close()
-		}
-	}
-	r, ok := im.local[h]
-	return r, ok, nil
-}
-
-// fixChildren counts the subdomain children (MaxSubdomains) the import's new hosts add.
-func (im *importer) fixChildren() {
-	if len(im.newHosts) == 0 {
-		return
-	}
-	f := im.f
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for name := range f.hosts {
-		parent := parentHost(name)
-		if ph := f.hosts[parent]; ph != nil && (im.newHosts[name] || im.newHosts[parent]) {
-			ph.children++
-		}
-	}
-}
-
-// seenWins reports whether an imported seen record replaces the local one: a final state
-// (fetched, dropped, dead) beats queued; of two finals the later At wins (ties keep the
-// local one); of two queued the local one stays.
-func seenWins(local, imported SeenRecord) bool {
-	lf, inf := local.State != StateQueued, imported.State != StateQueued
-	switch {
-	case lf && inf:
-		return imported.At.After(local.At)
-	case inf:
-		return true
-	default:
-		return false
-	}
-}
-
-// mergeHost is the more cautious of two host states: the later next-allowed time, the
-// longer delay when both set one (else the one set), the larger counters.
-func mergeHost(local, imported hostRec) hostRec {
-	m := local
-	m.Next = max(local.Next, imported.Next)
-	switch {
-	case local.DelaySet && imported.DelaySet:
-		m.Delay = max(local.Delay, imported.Delay)
-	case imported.DelaySet:
-		m.DelaySet, m.Delay = true, imported.Delay
-	}
-	m.Admitted = max(local.Admitted, imported.Admitted)
-	m.Generated = max(local.Generated, imported.Generated)
-	return m
-}
-
 // DropPartition deletes every key of partition p (families q, r, s, d, h) and forgets its
 // hosts in memory. It refuses (ErrPartitionBusy) while leases of p are in flight. A
 // handoff calls it only after the receiver committed the import and the lease moved
@@ -986,8 +421,8 @@ func mergeHost(local, imported hostRec) hostRec {
 // URL that comes back later, never a lost URL (every "maybe" is confirmed). The seen
 // cache, whose hits are trusted without a lookup, is cleared.
 func (f *Frontier) DropPartition(p uint16) error {
-	f.partMu.Lock()
-	defer f.partMu.Unlock()
+	f.partitionOpMu.Lock()
+	defer f.partitionOpMu.Unlock()
 	err := f.beginPartitionOp(p)
 	defer f.endPartitionOp(p)
 	if err != nil {
@@ -995,10 +430,10 @@ func (f *Frontier) DropPartition(p uint16) error {
 	}
 	f.addMu.Lock()
 	defer f.addMu.Unlock()
-	f.hMu.Lock()
-	defer f.hMu.Unlock()
-	f.retryMu.Lock()
-	defer f.retryMu.Unlock()
+	f.hostRecMu.Lock()
+	defer f.hostRecMu.Unlock()
+	f.retryScanMu.Lock()
+	defer f.retryScanMu.Unlock()
 
 	type del struct {
 		fam  byte
@@ -1031,7 +466,7 @@ func (f *Frontier) DropPartition(p uint16) error {
 	}
 	done := dels[:min(b.commited, len(dels))]
 	f.cache.reset()
-	f.idx.drop(p) // after the commit: runs read before it no longer answer for p
+	f.seenIdx.drop(p) // after the commit: runs read before it no longer answer for p
 
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -1041,14 +476,14 @@ func (f *Frontier) DropPartition(p uint16) error {
 		case famQueue:
 			perHost[d.host]++
 			if prioOfKey(d.key) == bandRevisit {
-				f.revisitQ--
+				f.revisitQueued--
 				if h := f.hosts[d.host]; h != nil {
 					h.revisits--
 				}
 			}
 		case famRetry:
 			if (localRef{key: d.key, retry: true}).revisit() {
-				f.revisitPend--
+				f.revisitPending--
 			} else {
 				f.retryPending--
 			}
@@ -1064,8 +499,8 @@ func (f *Frontier) DropPartition(p uint16) error {
 			if h := f.hosts[name]; h != nil {
 				h.queued -= n
 				f.queued -= n
-				h.buf, h.cursor, h.loadLow = nil, nil, nil
-				h.gen++
+				h.prefetch, h.cursor, h.loadLow = nil, nil, nil
+				h.queueGen++
 			}
 		}
 		return fmt.Errorf("frontier: drop partition %d: %w", p, err)

@@ -308,7 +308,7 @@ func TestImportMergeCases(t *testing.T) {
 			if tc.wantDelay != 0 || tc.wantNextMin != 0 {
 				b.mu.Lock()
 				h := b.hosts["p4-m.test"]
-				d, next := h.delay, h.next
+				d, next := h.delay, h.nextAt
 				b.mu.Unlock()
 				if d != tc.wantDelay || next < clkB.Now().Add(tc.wantNextMin).UnixNano() {
 					t.Fatalf("host delay %v next %v, want %v and >= now+%v", d, time.Unix(0, next).Sub(clkB.Now()), tc.wantDelay, tc.wantNextMin)

@@ -189,14 +189,14 @@ func (f *Frontier) relativeImportance(history float64) float64 {
 	if !(history > 0) {
 		return 0
 	}
-	f.histMu.Lock()
-	defer f.histMu.Unlock()
-	if f.histAvg == 0 {
-		f.histAvg = history
+	f.historyMu.Lock()
+	defer f.historyMu.Unlock()
+	if f.historyAvg == 0 {
+		f.historyAvg = history
 	} else {
-		f.histAvg += (history - f.histAvg) / 256
+		f.historyAvg += (history - f.historyAvg) / 256
 	}
-	return history / f.histAvg
+	return history / f.historyAvg
 }
 
 // revisitSlots is how many revisits of one host may wait in its queue at once; the
@@ -208,13 +208,13 @@ func (f *Frontier) revisitSlots() int { return max(1, f.cfg.Prefetch/2) }
 // front) get Recrawl.Share of the host's leases through a deficit counter while new URLs
 // wait too; otherwise the first URL.
 func (f *Frontier) pickLocked(h *host) int {
-	if h.revisits == 0 || len(h.buf) == 0 {
+	if h.revisits == 0 || len(h.prefetch) == 0 {
 		return 0
 	}
 	share := f.recrawl.Load().Share
 	h.revisitCredit = min(h.revisitCredit+share, 1+share)
 	ri, di := -1, -1
-	for i, it := range h.buf {
+	for i, it := range h.prefetch {
 		if prioOfKey(it.key) == bandRevisit {
 			if ri < 0 {
 				ri = i

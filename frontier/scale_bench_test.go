@@ -300,13 +300,13 @@ func BenchmarkSeenSetScale(b *testing.B) {
 		}
 	}
 	b.Logf("waited %.1f s for the sub-filter and seen-index rebuilds the adds left", time.Since(idle).Seconds())
-	if f.idx != nil {
+	if f.seenIdx != nil {
 		var entries int64
 		for i := range bloomSubs {
-			entries += int64(f.idx.entries(byte(i)))
+			entries += int64(f.seenIdx.entries(byte(i)))
 		}
 		b.Logf("seen index: %d entries, %.0f MiB, of it %.0f MiB mapped (the rest read with pread)",
-			entries, float64(entries*idxEntry)/(1<<20), float64(f.idx.mapped.Load())/(1<<20))
+			entries, float64(entries*idxEntry)/(1<<20), float64(f.seenIdx.mapped.Load())/(1<<20))
 	}
 	r := rand.New(rand.NewPCG(1, 2))
 	const hot = 5000

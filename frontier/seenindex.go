@@ -83,15 +83,15 @@ type seenIndex struct {
 }
 
 type idxSub struct {
-	mu sync.RWMutex // lookups and trims under RLock (they read the mapping); swaps and Close under Lock
-	r  *idxRun
+	mu  sync.RWMutex // lookups and trims under RLock (they read the mapping); swaps and Close under Lock
+	run *idxRun
 }
 
 type idxRun struct {
-	m     []byte   // the file, mapped read-only; nil when empty or read with pread
-	f     *os.File // the file, when its blocks are read with pread (m nil)
-	n     int      // entries
-	first []uint64 // per block: idxPrefix of its first entry
+	mapping []byte   // the file, mapped read-only; nil when empty or read with pread
+	file    *os.File // the file, when its blocks are read with pread (mapping nil)
+	n       int      // entries
+	first   []uint64 // per block: idxPrefix of its first entry
 	// lev is first's search tree: lev[0] is first, lev[i+1] holds every idxFan-th prefix of
 	// lev[i], up to a level of at most idxFan.
 	lev   [][]uint64
@@ -103,13 +103,13 @@ func (r *idxRun) unmap() {
 	if r == nil {
 		return
 	}
-	if r.m != nil {
-		_ = unix.Munmap(r.m)
-		r.m = nil
+	if r.mapping != nil {
+		_ = unix.Munmap(r.mapping)
+		r.mapping = nil
 	}
-	if r.f != nil {
-		_ = r.f.Close()
-		r.f = nil
+	if r.file != nil {
+		_ = r.file.Close()
+		r.file = nil
 	}
 }
 
@@ -171,7 +171,7 @@ func (ix *seenIndex) has(part uint16, h [16]byte) (found bool, err error) {
 	s := &ix.subs[h[0]]
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	r := s.r
+	r := s.run
 	if r == nil || r.n == 0 {
 		return false, nil
 	}
@@ -182,7 +182,7 @@ func (ix *seenIndex) has(part uint16, h [16]byte) (found bool, err error) {
 	e[0], e[1] = byte(part>>8), byte(part)
 	copy(e[2:], h[:])
 	p := idxPrefix(e[:])
-	if r.m != nil {
+	if r.mapping != nil {
 		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 		defer func() {
 			if v := recover(); v != nil {
@@ -262,15 +262,15 @@ const idxWin = 64
 // window around g and, if that cannot decide, of the whole block.
 func (ix *seenIndex) search(r *idxRun, b, cnt, g int, e []byte) (int, bool, error) {
 	entry := func(blk []byte, i int) []byte { return blk[i*idxEntry : (i+1)*idxEntry] }
-	if r.m != nil {
-		blk := r.m[b*idxBlock : b*idxBlock+cnt*idxEntry]
+	if r.mapping != nil {
+		blk := r.mapping[b*idxBlock : b*idxBlock+cnt*idxEntry]
 		i := blockSearch(blk, cnt, g, e)
 		return i, i < cnt && bytes.Equal(entry(blk, i), e), nil
 	}
 	if cnt > idxWin && !ix.noWindow {
 		s := max(0, min(g-idxWin/2, cnt-idxWin))
 		var buf [idxWin * idxEntry]byte
-		if _, err := r.f.ReadAt(buf[:], int64(b*idxBlock+s*idxEntry)); err != nil {
+		if _, err := r.file.ReadAt(buf[:], int64(b*idxBlock+s*idxEntry)); err != nil {
 			return 0, false, fmt.Errorf("seen index: read: %w", err)
 		}
 		i := blockSearch(buf[:], idxWin, g-s, e)
@@ -286,7 +286,7 @@ func (ix *seenIndex) search(r *idxRun, b, cnt, g int, e []byte) (int, bool, erro
 	}
 	var buf [idxBlock]byte
 	blk := buf[:cnt*idxEntry]
-	if _, err := r.f.ReadAt(blk, int64(b)*idxBlock); err != nil {
+	if _, err := r.file.ReadAt(blk, int64(b)*idxBlock); err != nil {
 		return 0, false, fmt.Errorf("seen index: read: %w", err)
 	}
 	i := blockSearch(blk, cnt, g, e)
@@ -346,8 +346,8 @@ func (ix *seenIndex) trim() int64 {
 	for i := range ix.subs {
 		s := &ix.subs[i]
 		s.mu.RLock()
-		if s.r != nil && s.r.m != nil && badgermem.Advise(s.r.m, unix.MADV_DONTNEED) == nil {
-			n += int64(len(s.r.m))
+		if s.run != nil && s.run.mapping != nil && badgermem.Advise(s.run.mapping, unix.MADV_DONTNEED) == nil {
+			n += int64(len(s.run.mapping))
 		}
 		s.mu.RUnlock()
 	}
@@ -358,8 +358,8 @@ func (ix *seenIndex) trim() int64 {
 func (ix *seenIndex) install(i byte, r *idxRun) {
 	s := &ix.subs[i]
 	s.mu.Lock()
-	old := s.r
-	s.r = r
+	old := s.run
+	s.run = r
 	s.mu.Unlock()
 	ix.mapped.Add(r.mappedBytes() - old.mappedBytes())
 	old.unmap() // no lookup holds it: they read under RLock
@@ -370,7 +370,7 @@ func (r *idxRun) mappedBytes() int64 {
 	if r == nil {
 		return 0
 	}
-	return int64(len(r.m))
+	return int64(len(r.mapping))
 }
 
 // mapRoom reports whether a run of size bytes for sub-filter i may be mapped: the other
@@ -381,7 +381,7 @@ func (ix *seenIndex) mapRoom(i byte, size int) bool {
 	}
 	s := &ix.subs[i]
 	s.mu.RLock()
-	own := s.r.mappedBytes()
+	own := s.run.mappedBytes()
 	s.mu.RUnlock()
 	return ix.mapped.Load()-own+int64(size) <= ix.mapMax
 }
@@ -401,7 +401,7 @@ func (ix *seenIndex) run(i byte) *idxRun {
 	s := &ix.subs[i]
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return s.r
+	return s.run
 }
 
 // idxKey is the run entry of the seen key of hash h in partition part.
@@ -420,19 +420,19 @@ func (r *idxRun) each(fn func(e []byte) error) (err error) {
 		return nil
 	}
 	size := ((r.n-1)/idxPer)*idxBlock + ((r.n-1)%idxPer+1)*idxEntry // the file's end: no pad after its last block
-	if r.m != nil {
+	if r.mapping != nil {
 		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 		defer func() {
 			if v := recover(); v != nil {
 				err = fmt.Errorf("seen index: fault reading the mapping: %v", v)
 			}
 		}()
-		return eachEntry(r.m[:size], fn)
+		return eachEntry(r.mapping[:size], fn)
 	}
 	buf := make([]byte, idxChunk)
 	for off := 0; off < size; off += idxChunk {
 		chunk := buf[:min(idxChunk, size-off)]
-		if _, err := r.f.ReadAt(chunk, int64(off)); err != nil {
+		if _, err := r.file.ReadAt(chunk, int64(off)); err != nil {
 			return fmt.Errorf("seen index: read: %w", err)
 		}
 		if err := eachEntry(chunk, fn); err != nil {
@@ -464,17 +464,17 @@ func (ix *seenIndex) entries(i byte) int {
 	s := &ix.subs[i]
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	if s.r == nil {
+	if s.run == nil {
 		return 0
 	}
-	return s.r.n
+	return s.run.n
 }
 
 // idxWriter writes one run from seen keys given in key order.
 type idxWriter struct {
 	ix    *seenIndex
 	sub   byte // the sub-filter whose run it writes
-	f     *os.File
+	file  *os.File
 	w     *bufio.Writer
 	n     int
 	first []uint64
@@ -500,7 +500,7 @@ func (ix *seenIndex) writer(i byte, bufSize int) (*idxWriter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &idxWriter{ix: ix, sub: i, f: f, w: bufio.NewWriterSize(f, bufSize), built: built, recopy: bufSize < idxWriteChunk}, nil
+	return &idxWriter{ix: ix, sub: i, file: f, w: bufio.NewWriterSize(f, bufSize), built: built, recopy: bufSize < idxWriteChunk}, nil
 }
 
 // create makes an anonymous run file (unlinked at once: gone at close or at a crash). Its
@@ -563,35 +563,35 @@ func (w *idxWriter) addEntry(e []byte) {
 // for pread. Install it before the next run is finished.
 func (w *idxWriter) finish() (*idxRun, error) {
 	if err := w.w.Flush(); err != nil {
-		_ = w.f.Close()
+		_ = w.file.Close()
 		return nil, err
 	}
 	r := newRun(w.n, w.first, w.built)
 	size := (w.n/idxPer)*idxBlock + (w.n%idxPer)*idxEntry
 	if w.n == 0 {
-		_ = w.f.Close()
+		_ = w.file.Close()
 		return r, nil
 	}
 	if w.recopy {
 		// The file's true end: no pad after its last block.
-		f, err := w.ix.recopyFile(w.f, ((w.n-1)/idxPer)*idxBlock+((w.n-1)%idxPer+1)*idxEntry)
+		f, err := w.ix.recopyFile(w.file, ((w.n-1)/idxPer)*idxBlock+((w.n-1)%idxPer+1)*idxEntry)
 		if err != nil {
 			return nil, fmt.Errorf("copy seen index run: %w", err)
 		}
-		w.f = f
+		w.file = f
 	}
 	if !w.ix.mapRoom(w.sub, size) {
-		r.f = w.f
+		r.file = w.file
 		return r, nil
 	}
-	defer w.f.Close()
-	m, err := unix.Mmap(int(w.f.Fd()), 0, size, unix.PROT_READ, unix.MAP_SHARED)
+	defer w.file.Close()
+	m, err := unix.Mmap(int(w.file.Fd()), 0, size, unix.PROT_READ, unix.MAP_SHARED)
 	if err != nil {
 		return nil, fmt.Errorf("map seen index run: %w", err)
 	}
 	_ = unix.Madvise(m, unix.MADV_RANDOM)
-	r.m = m
+	r.mapping = m
 	return r, nil
 }
 
-func (w *idxWriter) abort() { _ = w.f.Close() }
+func (w *idxWriter) abort() { _ = w.file.Close() }

@@ -123,7 +123,7 @@ func TestSeenIndexRebuiltAsURLsAreAdded(t *testing.T) {
 	// The sub-filters are sized for 4,096 URLs each: none grows below.
 	var filters [bloomSubs]*bloom.BloomFilter
 	for i := range filters {
-		filters[i] = f.bloom.subs[i].bf
+		filters[i] = f.bloom.subs[i].filter
 	}
 	f.bloomMu.Unlock()
 	url := func(i int) Candidate { return u(fmt.Sprintf("h%d.test", i%50), fmt.Sprintf("/p/%d", i)) }
@@ -132,14 +132,14 @@ func TestSeenIndexRebuiltAsURLsAreAdded(t *testing.T) {
 	f.bloomWG.Wait() // the rebuild goroutine, when it is running
 	f.bloomMu.Lock()
 	for i := range filters {
-		if f.bloom.subs[i].bf != filters[i] {
+		if f.bloom.subs[i].filter != filters[i] {
 			t.Fatalf("sub-filter %d was rebuilt, with room for %d URLs and %d added", i, f.bloom.subs[i].cap, f.bloom.subs[i].n)
 		}
 	}
 	f.bloomMu.Unlock()
 	runs := 0
 	for i := range bloomSubs {
-		runs += f.idx.entries(byte(i))
+		runs += f.seenIdx.entries(byte(i))
 	}
 	if runs < n/2 {
 		t.Fatalf("runs hold %d of %d URLs", runs, n)
@@ -195,8 +195,8 @@ func TestSeenIndexRuns(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if (run.m != nil) != tc.mapped || (run.f != nil) == tc.mapped {
-				t.Fatalf("run mapped %v, file open %v; want mapped %v", run.m != nil, run.f != nil, tc.mapped)
+			if (run.mapping != nil) != tc.mapped || (run.file != nil) == tc.mapped {
+				t.Fatalf("run mapped %v, file open %v; want mapped %v", run.mapping != nil, run.file != nil, tc.mapped)
 			}
 			ix.install(7, run)
 			defer ix.close()
@@ -221,7 +221,7 @@ func TestSeenIndexRuns(t *testing.T) {
 			check()
 			want := int64(0)
 			if tc.mapped {
-				want = int64(len(run.m))
+				want = int64(len(run.mapping))
 			}
 			if got := ix.trim(); got != want {
 				t.Fatalf("trim advised %d bytes, want %d", got, want)
@@ -231,7 +231,7 @@ func TestSeenIndexRuns(t *testing.T) {
 				return
 			}
 			// The file cut short under the open run: a lookup is an error.
-			if err := run.f.Truncate(idxBlock); err != nil {
+			if err := run.file.Truncate(idxBlock); err != nil {
 				t.Fatal(err)
 			}
 			_, h := key(n - 1) // in the last block
@@ -260,7 +260,7 @@ func TestSeenIndexRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := newRun(2*idxPer, []uint64{0, 0}, 0)
-	r.m = m
+	r.mapping = m
 	ix.install(7, r)
 	_, h := key(5)
 	if ok, err := ix.has(1, h); err == nil || ok {
@@ -304,8 +304,8 @@ func TestSeenIndexMapBudget(t *testing.T) {
 	}
 	want := func(r *idxRun, mapped bool, total int64) {
 		t.Helper()
-		if (r.m != nil) != mapped || (r.f != nil) == mapped {
-			t.Fatalf("run mapped %v, file open %v; want mapped %v", r.m != nil, r.f != nil, mapped)
+		if (r.mapping != nil) != mapped || (r.file != nil) == mapped {
+			t.Fatalf("run mapped %v, file open %v; want mapped %v", r.mapping != nil, r.file != nil, mapped)
 		}
 		if got := ix.mapped.Load(); got != total {
 			t.Fatalf("mapped %d bytes in all, want %d", got, total)
@@ -439,10 +439,10 @@ func TestSeenIndexLookupAnySpread(t *testing.T) {
 
 	// blockSearch from every guess, against a bisection, in a few blocks; and the pread
 	// search (a window around the guess, the whole block when it cannot decide) too.
-	pr := ixs[1].subs[h0].r
+	pr := ixs[1].subs[h0].run
 	for _, b := range []int{0, 3, len(run.first) / 2, len(run.first) - 1} {
 		cnt := min(idxPer, run.n-b*idxPer)
-		blk := run.m[b*idxBlock : b*idxBlock+cnt*idxEntry]
+		blk := run.mapping[b*idxBlock : b*idxBlock+cnt*idxEntry]
 		for i := 0; i <= cnt; i += 7 {
 			var e [idxEntry]byte
 			if i < cnt {
@@ -493,7 +493,7 @@ func BenchmarkSeenIndexPread(b *testing.B) {
 	// The same run mapped (as the share of the index within SeenIndexMapBytes is): its
 	// pages resident after the first lookups touched them, a lookup a memory read.
 	mix := newSeenIndex(b.TempDir(), DefaultSeenIndexMapBytes)
-	if installRun(b, mix, h0, keys).m == nil {
+	if installRun(b, mix, h0, keys).mapping == nil {
 		b.Fatal("run not mapped")
 	}
 	b.Cleanup(mix.close)
@@ -525,7 +525,7 @@ func BenchmarkSeenIndexPread(b *testing.B) {
 	b.Run("same-page", func(b *testing.B) {
 		var buf [idxWin * idxEntry]byte
 		for b.Loop() {
-			if _, err := run.f.ReadAt(buf[:], 7*idxBlock+100); err != nil {
+			if _, err := run.file.ReadAt(buf[:], 7*idxBlock+100); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -547,7 +547,7 @@ func TestBloomWorkerGrowsFiltersFirst(t *testing.T) {
 	}
 	f.bloomMu.Lock()
 	stale1, grown, stale2 := &f.bloom.subs[3], &f.bloom.subs[7], &f.bloom.subs[9]
-	old := [3]*bloom.BloomFilter{stale1.bf, grown.bf, stale2.bf}
+	old := [3]*bloom.BloomFilter{stale1.filter, grown.filter, stale2.filter}
 	stale1.due, stale2.due = true, true // only their runs are stale
 	grown.due, grown.n = true, grown.cap+1
 	f.bloom.running = true
@@ -559,7 +559,7 @@ func TestBloomWorkerGrowsFiltersFirst(t *testing.T) {
 	}
 	f.bloomMu.Lock()
 	defer f.bloomMu.Unlock()
-	if stale1.bf != old[0] || stale2.bf != old[2] || grown.bf == old[1] {
+	if stale1.filter != old[0] || stale2.filter != old[2] || grown.filter == old[1] {
 		t.Fatal("only sub-filter 7 (past its size) should have a new filter")
 	}
 }
@@ -689,14 +689,14 @@ func TestSeenIndexMergedRebuilds(t *testing.T) {
 			if windowed.Load() < 100 {
 				t.Fatalf("only %d URLs added inside rebuilds", windowed.Load())
 			}
-			if m, s := f.idx.merges.Load(), f.idx.scans.Load(); m < bloomSubs || s != bloomSubs/4 {
+			if m, s := f.seenIdx.merges.Load(), f.seenIdx.scans.Load(); m < bloomSubs || s != bloomSubs/4 {
 				t.Fatalf("%d merged rebuilds, %d scans: want at least one merge a sub-filter, one scan for each log lost", m, s)
 			}
 			mu.Lock()
 			defer mu.Unlock()
 			inRuns := map[[idxEntry]byte]bool{}
 			for i := range bloomSubs {
-				r := f.idx.run(byte(i))
+				r := f.seenIdx.run(byte(i))
 				if err := r.each(func(e []byte) error {
 					k := [idxEntry]byte(e)
 					if !committed[k] || inRuns[k] {
@@ -715,7 +715,7 @@ func TestSeenIndexMergedRebuilds(t *testing.T) {
 			defer f.bloomMu.RUnlock()
 			for k := range committed {
 				s := &f.bloom.subs[k[2]]
-				if !s.bf.Test(k[2:]) {
+				if !s.filter.Test(k[2:]) {
 					t.Fatalf("the Bloom filter misses %x", k)
 				}
 				if !inRuns[k] && !slices.Contains(s.pend, k) {
@@ -759,8 +759,8 @@ func TestSeenIndexRebuildScansWhenMergeUntrusted(t *testing.T) {
 		}
 		t.Fatalf("%s: not after %d URLs", what, next)
 	}
-	addUntilRebuilt("a merged rebuild of every run", func() bool { return f.idx.merges.Load() >= bloomSubs })
-	if s := f.idx.scans.Load(); s != 0 {
+	addUntilRebuilt("a merged rebuild of every run", func() bool { return f.seenIdx.merges.Load() >= bloomSubs })
+	if s := f.seenIdx.scans.Load(); s != 0 {
 		t.Fatalf("%d scans before anything was dropped", s)
 	}
 
@@ -768,23 +768,23 @@ func TestSeenIndexRebuildScansWhenMergeUntrusted(t *testing.T) {
 	if err := f.DropPartition(3); err != nil {
 		t.Fatal(err)
 	}
-	drops := f.idx.drops.Load()
+	drops := f.seenIdx.drops.Load()
 	addUntilRebuilt("every run rebuilt after the drop", func() bool {
 		for i := range bloomSubs {
-			if f.idx.run(byte(i)).built != drops {
+			if f.seenIdx.run(byte(i)).built != drops {
 				return false
 			}
 		}
 		return true
 	})
-	if s := f.idx.scans.Load(); s < bloomSubs {
+	if s := f.seenIdx.scans.Load(); s < bloomSubs {
 		t.Fatalf("%d scans after the drop, want one a run at least", s)
 	}
 
 	// A log over its bound is dropped, and its sub-filter's next rebuild scans.
 	sb := newSeenBloom(bloomSubs, 0.01)
 	for i := range sb.subs {
-		sb.subs[i].bf = bloom.NewWithEstimates(8, 0.01)
+		sb.subs[i].filter = bloom.NewWithEstimates(8, 0.01)
 	}
 	sb.idxMin = 4
 	var h [16]byte
@@ -798,11 +798,11 @@ func TestSeenIndexRebuildScansWhenMergeUntrusted(t *testing.T) {
 	f.bloomMu.Lock()
 	f.bloom.subs[9].pendLost = true
 	f.bloomMu.Unlock()
-	scans := f.idx.scans.Load()
+	scans := f.seenIdx.scans.Load()
 	if err := f.growSub(9); err != nil {
 		t.Fatal(err)
 	}
-	if f.idx.scans.Load() != scans+1 {
+	if f.seenIdx.scans.Load() != scans+1 {
 		t.Fatal("a rebuild with its log lost did not scan")
 	}
 
@@ -816,14 +816,14 @@ func TestSeenIndexRebuildScansWhenMergeUntrusted(t *testing.T) {
 	f.bloom.subs[13].cap = 1
 	f.bloomMu.Unlock()
 	for _, sub := range []byte{11, 13} {
-		old := f.idx.run(sub)
+		old := f.seenIdx.run(sub)
 		if err := f.growSub(sub); err != nil {
 			t.Fatal(err)
 		}
 		f.bloomMu.RLock()
 		lost := f.bloom.subs[sub].pendLost
 		f.bloomMu.RUnlock()
-		if !lost || f.idx.run(sub) != old {
+		if !lost || f.seenIdx.run(sub) != old {
 			t.Fatalf("sub-filter %d: a run not written left its log in place (lost %v) or replaced the run", sub, lost)
 		}
 	}
@@ -831,11 +831,11 @@ func TestSeenIndexRebuildScansWhenMergeUntrusted(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, sub := range []byte{11, 13} {
-		scans = f.idx.scans.Load()
+		scans = f.seenIdx.scans.Load()
 		if err := f.growSub(sub); err != nil {
 			t.Fatal(err)
 		}
-		if f.idx.scans.Load() != scans+1 {
+		if f.seenIdx.scans.Load() != scans+1 {
 			t.Fatalf("sub-filter %d: the rebuild after a run not written did not scan", sub)
 		}
 	}
@@ -896,7 +896,7 @@ func BenchmarkSeenIndexRebuild(b *testing.B) {
 				if err := f.growSub(sub); err != nil {
 					b.Fatal(err)
 				}
-				keys += f.idx.entries(sub)
+				keys += f.seenIdx.entries(sub)
 			}
 			b.ReportMetric(float64(cpuTime()-cpu0)/float64(keys), "cpu-ns/key")
 		})
