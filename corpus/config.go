@@ -12,14 +12,16 @@ import (
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+
+	"github.com/crawlnode/crawlnode/internal/keyspace"
 )
 
-// Key families owned by this package in the shared Badger DB (the frontier owns q h s d r).
+// Key families owned by this package in the shared Badger DB (registered in internal/keyspace).
 const (
-	prefixJob   = 'x' // 'x' <seq:8 BE> -> Job (JSON): the durable backlog
-	prefixExact = 'c' // 'c' <sha256:32> -> "<url>\t<fetch time>" of the first page with that text
-	prefixNear  = 'n' // 'n' <table:1> <block:2 BE> <simhash:8 BE> -> "<url>\t<fetch time>"
-	prefixState = 'k' // 'k' <name> -> counters and stage state
+	prefixJob   = keyspace.CorpusJob   // 'x' <seq:8 BE> -> Job (JSON): the durable backlog
+	prefixExact = keyspace.CorpusExact // 'c' <sha256:32> -> "<url>\t<fetch time>" of the first page with that text
+	prefixNear  = keyspace.CorpusNear  // 'n' <table:1> <block:2 BE> <simhash:8 BE> -> "<url>\t<fetch time>"
+	prefixState = keyspace.CorpusState // 'k' <name> -> counters and stage state
 	// 'u' (prefixPage, page.go): per-URL page record without text, for lookups
 )
 

@@ -8,12 +8,14 @@ import (
 	"fmt"
 
 	"github.com/dgraph-io/badger/v4"
+
+	"github.com/crawlnode/crawlnode/internal/keyspace"
 )
 
 // prefixPage: 'u' <sha256(url)[:16]> -> the page's latest Record without its text (JSON).
 // The text is not stored twice: it is derived again from the WARC record on request, so the
 // per-page cost in Badger stays a few hundred bytes.
-const prefixPage = 'u'
+const prefixPage = keyspace.CorpusPage
 
 func pageKey(url string) []byte {
 	h := sha256.Sum256([]byte(url))

@@ -15,11 +15,12 @@ import (
 	"github.com/cespare/xxhash/v2"
 	"github.com/dgraph-io/badger/v4"
 
+	"github.com/crawlnode/crawlnode/internal/keyspace"
 	"github.com/crawlnode/crawlnode/ring"
 )
 
 const (
-	famOutbox    = 'o'
+	famOutbox    = keyspace.ForwardOutbox
 	keyLen       = 1 + 2 + 8
 	entryVersion = 2 // 2 added the cash column; entries of version 1 still decode
 	// maxBatchesPerDrain bounds how many batches one drain sends to a peer before it hands

@@ -6,15 +6,17 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/crawlnode/crawlnode/internal/keyspace"
 )
 
-// Key families. Every key is family(1) | partition(2, big-endian) | rest.
+// Key families (their bytes are registered in internal/keyspace). Every key is family(1) | partition(2, big-endian) | rest.
 const (
-	famQueue = 'q' // q|part|host|0x00|priority(1)|depth(2)|seq(8) -> qrec
-	famHost  = 'h' // h|part|host -> host state; h|part|host|0x00|'m' -> opaque host meta
-	famSeen  = 's' // s|part|urlhash(16) -> seen record
-	famDead  = 'd' // d|part|urlhash(16) -> dead letter
-	famRetry = 'r' // r|part|due(8, unix ns)|seq(8) -> q key + qrec; seq's top bit: a revisit
+	famQueue = keyspace.FrontierQueue // q|part|host|0x00|priority(1)|depth(2)|seq(8) -> qrec
+	famHost  = keyspace.FrontierHost  // h|part|host -> host state; h|part|host|0x00|'m' -> opaque host meta
+	famSeen  = keyspace.FrontierSeen  // s|part|urlhash(16) -> seen record
+	famDead  = keyspace.FrontierDead  // d|part|urlhash(16) -> dead letter
+	famRetry = keyspace.FrontierRetry // r|part|due(8, unix ns)|seq(8) -> q key + qrec; seq's top bit: a revisit
 )
 
 // revisitBit marks the sequence number of an r key that schedules a revisit (Recrawl),
