@@ -1,0 +1,69 @@
+package e2e
+
+import (
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/crawlnode/crawlnode/simweb"
+)
+
+// pageFetches counts, in the server's log, the requests for pages (robots.txt and its
+// redirect hops and /.well-known/tdmrep.json left out) that got a final answer: 2xx, 3xx
+// or 4xx other than 429, the answers the crawler records as fetched. 5xx, 429 and dropped
+// connections are retried and not counted by --max-pages.
+func pageFetches(log []simweb.RequestRecord) int {
+	n := 0
+	for _, r := range log {
+		if r.RobotsFile || r.Path == "/.well-known/tdmrep.json" {
+			continue
+		}
+		if r.Status >= 200 && r.Status < 500 && r.Status != 429 {
+			n++
+		}
+	}
+	return n
+}
+
+// TestMaxPages runs one node with --max-pages N on a web many times larger than N and
+// judges the limit by what the server saw: at least N page fetches, at most N plus the
+// fetches that may have been in flight when the N-th was recorded, and exit status 0.
+//
+// The slack: the node runs --concurrency fetch slots, and each lease a slot takes makes at
+// most one request (robots.txt and tdmrep.json are fetched in a lease's slot and the
+// lease's URL is requeued). A slot checks the count of recorded fetches before it asks
+// anything, and stops once the count is N. So when the N-th fetch is recorded, the slot
+// that recorded it has no request out and each of the other concurrency-1 slots has at
+// most one: page fetches <= N + concurrency - 1. The web has no slow, trickling or huge
+// pages, so no page request ends in a timeout that the server counted as answered and
+// the crawler did not.
+func TestMaxPages(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crawl")
+	}
+	const maxPages, concurrency = 1000, 16
+	w, addr := web(t, func(c *simweb.Config) {
+		c.Hosts, c.Seed = 50, 7
+		c.SlowHosts, c.TrickleHosts, c.HugeHosts = 0, 0, 0
+	})
+	data := filepath.Join(t.TempDir(), "data")
+	c := startCrawler(t, crawlArgs(data, addr, w, t,
+		"--max-pages", strconv.Itoa(maxPages), "--concurrency", strconv.Itoa(concurrency))...)
+	if code := c.wait(t, 5*time.Minute); code != 0 {
+		t.Fatalf("crawlnode --max-pages %d exited %d:\n%s", maxPages, code, tail(c.stderr.String(), 3000))
+	}
+	rep := w.Report(reportOptions(0))
+	got := pageFetches(w.Log())
+	t.Logf("--max-pages %d --concurrency %d: the server answered %d page fetches (%d requests in all; the web has %d must-reach pages)",
+		maxPages, concurrency, got, rep.Requests, rep.MustReach)
+	if rep.MustReach < 4*maxPages {
+		t.Fatalf("the web has only %d must-reach pages: the crawl could end before the limit", rep.MustReach)
+	}
+	if hi := maxPages + concurrency - 1; got < maxPages || got > hi {
+		t.Errorf("the server answered %d page fetches; --max-pages %d with %d slots allows %d to %d", got, maxPages, concurrency, maxPages, hi)
+	}
+	if rep.RobotsViolations != 0 || rep.BeforeRobots != 0 || rep.PolitenessViolations != 0 {
+		t.Errorf("robots violations %d, before robots %d, politeness violations %d", rep.RobotsViolations, rep.BeforeRobots, rep.PolitenessViolations)
+	}
+}
