@@ -3,6 +3,7 @@ package e2e
 import (
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -65,5 +66,46 @@ func TestMaxPages(t *testing.T) {
 	}
 	if rep.RobotsViolations != 0 || rep.BeforeRobots != 0 || rep.PolitenessViolations != 0 {
 		t.Errorf("robots violations %d, before robots %d, politeness violations %d", rep.RobotsViolations, rep.BeforeRobots, rep.PolitenessViolations)
+	}
+}
+
+// TestClusterMaxPages runs three members, each with --max-pages N: the limit counts a
+// node's own recorded fetches, so each member must exit 0 once it has made N, and the
+// server must have answered each (told apart by its User-Agent) N to N+concurrency-1 page
+// fetches, by TestMaxPages's reasoning for one node.
+func TestClusterMaxPages(t *testing.T) {
+	if testing.Short() {
+		t.Skip("cluster crawl")
+	}
+	const maxPages, concurrency = 300, 32 // clusterArgs' --concurrency
+	w, addr := web(t, func(c *simweb.Config) {
+		c.Hosts, c.Seed = 60, 8
+		c.SlowHosts, c.TrickleHosts, c.HugeHosts = 0, 0, 0
+	})
+	cr := newClusterRun(t, append(clusterArgs(addr, 0, 30*time.Second), "--max-pages", strconv.Itoa(maxPages)))
+	cr.addThree(seedsFile(t, w))
+	cr.waitAll(3 * time.Minute)
+	byNode := map[string][]simweb.RequestRecord{}
+	for _, r := range w.Log() {
+		for _, n := range cr.nodes {
+			if strings.HasSuffix(r.UserAgent, "; "+n.name+")") {
+				byNode[n.name] = append(byNode[n.name], r)
+			}
+		}
+	}
+	rep := w.Report(reportOptions(0))
+	if rep.MustReach < 4*3*maxPages {
+		t.Fatalf("the web has only %d must-reach pages: the crawl could end before the limits", rep.MustReach)
+	}
+	hi := maxPages + concurrency - 1
+	for _, n := range cr.nodes {
+		got := pageFetches(byNode[n.name])
+		t.Logf("%s: the server answered %d page fetches (%d requests)", n.name, got, len(byNode[n.name]))
+		if got < maxPages || got > hi {
+			t.Errorf("%s: the server answered %d page fetches; --max-pages %d with %d slots allows %d to %d", n.name, got, maxPages, concurrency, maxPages, hi)
+		}
+	}
+	if rep.RobotsViolations != 0 || rep.BeforeRobots != 0 || rep.PolitenessViolations != 0 {
+		t.Errorf("robots violations %d, before robots %d, politeness violations %d: %v", rep.RobotsViolations, rep.BeforeRobots, rep.PolitenessViolations, first(rep.PolitenessSamples, 5))
 	}
 }
