@@ -74,6 +74,7 @@ type dockerCluster struct {
 	extra   []string // containers started with docker run
 	rules   [][]string
 	delay   time.Duration
+	redo    []redoWindow // what the faults may make the cluster fetch again
 }
 
 func (d *dockerCluster) compose(args ...string) (string, error) {
@@ -353,18 +354,91 @@ func (d *dockerCluster) heal() {
 	d.rules = nil
 }
 
-// requestLog is simweb's log, arrival times only, sorted.
-func (d *dockerCluster) arrivals() ([]time.Time, error) {
+// requestLog is simweb's log of every request it served.
+func (d *dockerCluster) requestLog() ([]simweb.RequestRecord, error) {
 	var log []simweb.RequestRecord
-	if err := d.simGet("/_simweb/log", &log); err != nil {
-		return nil, err
-	}
+	err := d.simGet("/_simweb/log", &log)
+	return log, err
+}
+
+// arrivals is the log's arrival times, sorted.
+func arrivals(log []simweb.RequestRecord) []time.Time {
 	ts := make([]time.Time, len(log))
 	for i, r := range log {
 		ts[i] = r.Arrival
 	}
 	slices.SortFunc(ts, func(a, b time.Time) int { return a.Compare(b) })
-	return ts, nil
+	return ts
+}
+
+// The duplicate fetches a chaos run may make. The design accepts crawling a URL twice now
+// and then (DESIGN.md, "The rules that shape everything", rule 2), and what a fault can make
+// the cluster fetch again is what it makes a node forget:
+//
+//   - A node killed with SIGKILL forgets the leases it had not recorded: at most its fetch
+//     slots' and its commit queue's, 32 + max(32, 64) = 96 with the compose file's
+//     CRAWLNODE_CONCURRENCY (node/crawl.go, commitQueue). Counted from the server's log as
+//     that node's requests open at the kill or answered in the 5 s before (inFlightAt).
+//   - A node the others remove (lost for good, cut off past the grace period, on the side
+//     of a split without a Raft quorum) has its partitions continued from the copies on
+//     their backup nodes (RELIABILITY.md, "Mechanisms"): what it fetched after its last
+//     copied round is fetched again. A round starts every --replica-interval (1 s) and
+//     takes up to about as long again, so that is the node's requests in the 2 s before
+//     the fault; and when it can still reach the web, also those until it fences itself,
+//     within the lease time (5 s in the lan profile). Its unrecorded leases (above) too.
+//   - On top, 0.5% of the run's requests: an allowance for the odd retry of a request the
+//     server answered after the crawler gave up on it, or a lease recorded while its
+//     partition moved by handoff. It is not derived from the faults: the final runs in
+//     RELIABILITY.md made no duplicate at all in the joins and leaves, where no node is
+//     killed or removed, nor in the split.
+const (
+	chaosUnrecordedMax = 32 + 64
+	chaosCopyLag       = 2 * time.Second
+	chaosLeaseTime     = 5 * time.Second
+	chaosDuplicateRate = 0.005
+)
+
+// redoWindow is one node a fault touched at At: killed (its unrecorded leases), and when
+// Removed, continued by the others from its partitions' copies, fetching on for Fence.
+type redoWindow struct {
+	Svc     string
+	At      time.Time
+	Removed bool
+	Fence   time.Duration
+}
+
+// mayRedo records that the fault at at touched svcs.
+func (d *dockerCluster) mayRedo(at time.Time, removed bool, fence time.Duration, svcs ...string) {
+	for _, s := range svcs {
+		d.redo = append(d.redo, redoWindow{Svc: s, At: at, Removed: removed, Fence: fence})
+	}
+}
+
+// duplicateBound is the duplicate fetches the faults in redo allow (see chaosUnrecordedMax),
+// counted from the server's log; why lists each node's share.
+func duplicateBound(log []simweb.RequestRecord, ip func(svc string) string, redo []redoWindow) (bound int, why []string) {
+	for _, w := range redo {
+		var mine []simweb.RequestRecord
+		for _, r := range log {
+			if r.Client == ip(w.Svc) {
+				mine = append(mine, r)
+			}
+		}
+		unrecorded := inFlightAt(mine, w.At, chaosUnrecordedMax)
+		copied := 0
+		if w.Removed {
+			for _, r := range mine {
+				if !r.Arrival.Before(w.At.Add(-chaosCopyLag)) && r.Arrival.Before(w.At.Add(w.Fence)) {
+					copied++
+				}
+			}
+		}
+		bound += unrecorded + copied
+		why = append(why, fmt.Sprintf("%s: %d unrecorded, %d after its last copy", w.Svc, unrecorded, copied))
+	}
+	share := int(chaosDuplicateRate * float64(len(log)))
+	why = append(why, fmt.Sprintf("%.1f%% of %d requests: %d", 100*chaosDuplicateRate, len(log), share))
+	return bound + share, why
 }
 
 // chaosResult is one scenario's line of the table.
@@ -456,10 +530,11 @@ func TestChaos(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ts, err := d.arrivals()
+			log, err := d.requestLog()
 			if err != nil {
 				t.Fatal(err)
 			}
+			ts := arrivals(log)
 			stall, recovery := stallAndRecovery(ts, faultAt, from)
 			res := chaosResult{Name: name, MustReach: rep.MustReach, Coverage: rep.Coverage, Requests: rep.Requests,
 				Duplicates: rep.DuplicateFetches, RobotsViolations: rep.RobotsViolations + rep.BeforeRobots,
@@ -472,9 +547,11 @@ func TestChaos(t *testing.T) {
 			if rep.MustReach < 20000 {
 				t.Errorf("the web has %d must-reach pages; the suite wants at least 20,000", rep.MustReach)
 			}
-			// Duplicates are reported, not judged here: they are the fetches the faults
-			// cut off before their outcome was recorded (and replicated).
-			checkClean(t, rep, rep.Requests)
+			// Duplicates are the fetches the faults cut off before their outcome was
+			// recorded (and copied): duplicateBound says how many each fault allows.
+			allowed, why := duplicateBound(log, d.ip, d.redo)
+			t.Logf("duplicate fetches %d, allowed %d (%s)", rep.DuplicateFetches, allowed, strings.Join(why, "; "))
+			checkClean(t, rep, allowed)
 		})
 	}
 
@@ -491,6 +568,7 @@ func TestChaos(t *testing.T) {
 		at := time.Now()
 		d.docker("kill", "-s", "KILL", d.container(victim))
 		d.t.Logf("%s killed for good", victim)
+		d.mayRedo(at, true, 0, victim)
 		rest := slices.DeleteFunc([]string{"n1", "n2", "n3", "n4"}, func(s string) bool { return s == victim })
 		return at, at, rest
 	})
@@ -503,6 +581,7 @@ func TestChaos(t *testing.T) {
 		at := time.Now()
 		d.docker("kill", "-s", "KILL", d.container(v.Leader))
 		d.t.Logf("leader %s killed", v.Leader)
+		d.mayRedo(at, false, 0, v.Leader) // back within the grace period: it keeps its partitions
 		time.Sleep(5 * time.Second)
 		d.docker("start", d.container(v.Leader))
 		return at, at, []string{"n1", "n2", "n3", "n4"}
@@ -512,6 +591,9 @@ func TestChaos(t *testing.T) {
 		at := time.Now()
 		d.docker("network", "disconnect", "-f", d.network(), d.container("n2"))
 		d.t.Log("n2 cut off")
+		// Its network is gone: it reaches the web no more (fence 0), and its partitions go
+		// to the others after the grace period.
+		d.mayRedo(at, true, 0, "n2")
 		time.Sleep(grace + 10*time.Second)
 		d.docker("network", "connect", "--ip", d.ip("n2"), d.network(), d.container("n2"))
 		d.t.Log("n2 back on the network")
@@ -519,9 +601,21 @@ func TestChaos(t *testing.T) {
 	})
 	// 4. split 2|2, then heal.
 	run("split 2|2, then heal", 44, func(d *dockerCluster) (time.Time, time.Time, []string) {
+		// Three of the four are Raft voters: the half with two of them keeps a quorum and
+		// may remove the other half, which still reaches the web until it fences itself.
+		a, b := []string{"n1", "n2"}, []string{"n3", "n4"}
+		v, err := d.view("n1", "n2", "n3", "n4")
+		if err != nil || len(v.Voters) == 0 {
+			d.t.Fatalf("no voters known: %v", err)
+		}
+		cutOff := b
+		if n := len(slices.DeleteFunc(slices.Clone(v.Voters), func(s string) bool { return !slices.Contains(a, s) })); n < 2 {
+			cutOff = a
+		}
 		at := time.Now()
-		d.split([]string{"n1", "n2"}, []string{"n3", "n4"})
-		d.t.Log("split n1 n2 | n3 n4")
+		d.split(a, b)
+		d.t.Logf("split n1 n2 | n3 n4 (voters %v)", v.Voters)
+		d.mayRedo(at, true, chaosLeaseTime, cutOff...)
 		time.Sleep(grace + 10*time.Second)
 		d.heal()
 		d.t.Log("healed")
@@ -537,6 +631,7 @@ func TestChaos(t *testing.T) {
 		}
 		d.docker(append([]string{"kill", "-s", "KILL"}, ids...)...)
 		d.t.Log("all nodes killed")
+		d.mayRedo(at, false, 0, all...)
 		time.Sleep(3 * time.Second)
 		d.docker(append([]string{"start"}, ids...)...)
 		d.t.Log("all nodes started")

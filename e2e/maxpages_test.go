@@ -1,0 +1,111 @@
+package e2e
+
+import (
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crawlnode/crawlnode/simweb"
+)
+
+// pageFetches counts, in the server's log, the requests for pages (robots.txt and its
+// redirect hops and /.well-known/tdmrep.json left out) that got a final answer: 2xx, 3xx
+// or 4xx other than 429, the answers the crawler records as fetched. 5xx, 429 and dropped
+// connections are retried and not counted by --max-pages.
+func pageFetches(log []simweb.RequestRecord) int {
+	n := 0
+	for _, r := range log {
+		if r.RobotsFile || r.Path == "/.well-known/tdmrep.json" {
+			continue
+		}
+		if r.Status >= 200 && r.Status < 500 && r.Status != 429 {
+			n++
+		}
+	}
+	return n
+}
+
+// TestMaxPages runs one node with --max-pages N on a web many times larger than N and
+// judges the limit by what the server saw: at least N page fetches, at most N plus the
+// fetches that may have been in flight when the N-th was recorded, and exit status 0.
+//
+// The slack: the node runs --concurrency fetch slots, and each lease a slot takes makes at
+// most one request (robots.txt and tdmrep.json are fetched in a lease's slot and the
+// lease's URL is requeued). A slot checks the count of recorded fetches before it asks
+// anything, and stops once the count is N. So when the N-th fetch is recorded, the slot
+// that recorded it has no request out and each of the other concurrency-1 slots has at
+// most one: page fetches <= N + concurrency - 1. The web has no slow, trickling or huge
+// pages, so no page request ends in a timeout that the server counted as answered and
+// the crawler did not.
+func TestMaxPages(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crawl")
+	}
+	const maxPages, concurrency = 1000, 16
+	w, addr := web(t, func(c *simweb.Config) {
+		c.Hosts, c.Seed = 50, 7
+		c.SlowHosts, c.TrickleHosts, c.HugeHosts = 0, 0, 0
+	})
+	data := filepath.Join(t.TempDir(), "data")
+	c := startCrawler(t, crawlArgs(data, addr, w, t,
+		"--max-pages", strconv.Itoa(maxPages), "--concurrency", strconv.Itoa(concurrency))...)
+	if code := c.wait(t, 5*time.Minute); code != 0 {
+		t.Fatalf("crawlnode --max-pages %d exited %d:\n%s", maxPages, code, tail(c.stderr.String(), 3000))
+	}
+	rep := w.Report(reportOptions(0))
+	got := pageFetches(w.Log())
+	t.Logf("--max-pages %d --concurrency %d: the server answered %d page fetches (%d requests in all; the web has %d must-reach pages)",
+		maxPages, concurrency, got, rep.Requests, rep.MustReach)
+	if rep.MustReach < 4*maxPages {
+		t.Fatalf("the web has only %d must-reach pages: the crawl could end before the limit", rep.MustReach)
+	}
+	if hi := maxPages + concurrency - 1; got < maxPages || got > hi {
+		t.Errorf("the server answered %d page fetches; --max-pages %d with %d slots allows %d to %d", got, maxPages, concurrency, maxPages, hi)
+	}
+	if rep.RobotsViolations != 0 || rep.BeforeRobots != 0 || rep.PolitenessViolations != 0 {
+		t.Errorf("robots violations %d, before robots %d, politeness violations %d", rep.RobotsViolations, rep.BeforeRobots, rep.PolitenessViolations)
+	}
+}
+
+// TestClusterMaxPages runs three members, each with --max-pages N: the limit counts a
+// node's own recorded fetches, so each member must exit 0 once it has made N, and the
+// server must have answered each (told apart by its User-Agent) N to N+concurrency-1 page
+// fetches, by TestMaxPages's reasoning for one node.
+func TestClusterMaxPages(t *testing.T) {
+	if testing.Short() {
+		t.Skip("cluster crawl")
+	}
+	const maxPages, concurrency = 300, 32 // clusterArgs' --concurrency
+	w, addr := web(t, func(c *simweb.Config) {
+		c.Hosts, c.Seed = 60, 8
+		c.SlowHosts, c.TrickleHosts, c.HugeHosts = 0, 0, 0
+	})
+	cr := newClusterRun(t, append(clusterArgs(addr, 0, 30*time.Second), "--max-pages", strconv.Itoa(maxPages)))
+	cr.addThree(seedsFile(t, w))
+	cr.waitAll(3 * time.Minute)
+	byNode := map[string][]simweb.RequestRecord{}
+	for _, r := range w.Log() {
+		for _, n := range cr.nodes {
+			if strings.HasSuffix(r.UserAgent, "; "+n.name+")") {
+				byNode[n.name] = append(byNode[n.name], r)
+			}
+		}
+	}
+	rep := w.Report(reportOptions(0))
+	if rep.MustReach < 4*3*maxPages {
+		t.Fatalf("the web has only %d must-reach pages: the crawl could end before the limits", rep.MustReach)
+	}
+	hi := maxPages + concurrency - 1
+	for _, n := range cr.nodes {
+		got := pageFetches(byNode[n.name])
+		t.Logf("%s: the server answered %d page fetches (%d requests)", n.name, got, len(byNode[n.name]))
+		if got < maxPages || got > hi {
+			t.Errorf("%s: the server answered %d page fetches; --max-pages %d with %d slots allows %d to %d", n.name, got, maxPages, concurrency, maxPages, hi)
+		}
+	}
+	if rep.RobotsViolations != 0 || rep.BeforeRobots != 0 || rep.PolitenessViolations != 0 {
+		t.Errorf("robots violations %d, before robots %d, politeness violations %d: %v", rep.RobotsViolations, rep.BeforeRobots, rep.PolitenessViolations, first(rep.PolitenessSamples, 5))
+	}
+}
