@@ -13,6 +13,7 @@ import (
 	"golang.org/x/net/idna"
 
 	"github.com/crawlnode/crawlnode/control"
+	"github.com/crawlnode/crawlnode/internal/keyspace"
 )
 
 // Operator controls that change what the node fetches: pause/resume and blocked domains.
@@ -20,7 +21,7 @@ import (
 // keeps them. In a cluster these move into the Raft job configuration; the checks below
 // stay where they are.
 
-var jobKey = []byte("jops")
+var jobKey = append([]byte{keyspace.NodeJob}, "ops"...)
 
 type jobState struct {
 	Paused  bool     `json:"paused"`

@@ -11,6 +11,7 @@ import (
 	"github.com/crawlnode/crawlnode/archive"
 	"github.com/crawlnode/crawlnode/fetch"
 	"github.com/crawlnode/crawlnode/frontier"
+	"github.com/crawlnode/crawlnode/internal/keyspace"
 	"github.com/crawlnode/crawlnode/urlnorm"
 )
 
@@ -170,8 +171,8 @@ type payloadRef struct {
 	Loc  archive.Location `json:"l"`
 }
 
-// The payload index lives in Badger under family 'p' (the node's own key family).
-func payloadKey(digest string) []byte { return append([]byte{'p'}, digest...) }
+// The payload index lives in Badger under the node's own family keyspace.NodePayload.
+func payloadKey(digest string) []byte { return append([]byte{keyspace.NodePayload}, digest...) }
 
 func (n *Node) lookupPayload(digest string) (payloadRef, bool) {
 	var ref payloadRef

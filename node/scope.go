@@ -11,6 +11,8 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"golang.org/x/net/publicsuffix"
+
+	"github.com/crawlnode/crawlnode/internal/keyspace"
 )
 
 // Scope says which discovered links a crawl follows. Seeds are always in scope.
@@ -59,7 +61,7 @@ func (r *scopeRules) filtering() bool {
 	return r.mode != ScopeAll || len(r.include)+len(r.exclude) > 0
 }
 
-var scopeKey = []byte("jscope")
+var scopeKey = append([]byte{keyspace.NodeJob}, "scope"...)
 
 // compilePatterns compiles include/exclude patterns (Go regexp syntax, matched anywhere in
 // the canonical URL).
