@@ -375,11 +375,11 @@ func (n *Node) readyz(w http.ResponseWriter, r *http.Request) {
 	}
 	// Joined: in touch with a Raft leader, so the leases this node holds are current and
 	// it may fetch (a node cut off from the leader fences itself and is not ready).
-	if n.cl != nil && (!n.cl.started.Load() || !n.cl.ctl.InContact()) {
+	if n.cl != nil && (!n.cl.Started() || !n.cl.InContact()) {
 		writeError(w, http.StatusServiceUnavailable, "not_joined", "not in contact with a cluster leader")
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "node": n.Name(), "partitions": n.cl.held()})
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "node": n.Name(), "partitions": n.cl.Held()})
 }
 
 // Status is the node's figures, as the API reports them and the progress line shows them.
@@ -449,9 +449,9 @@ func (n *Node) Status() Status {
 		st.State = "paused"
 	}
 	if n.cl != nil {
-		st.OutboxLinks = int64(n.cl.out.Queued())
-		st.Partitions = n.cl.held()
-		if n.cl.leaving.Load() {
+		st.OutboxLinks = int64(n.cl.Outbox().Queued())
+		st.Partitions = n.cl.Held()
+		if n.cl.Leaving() {
 			st.State = "draining"
 		}
 	}
@@ -461,7 +461,7 @@ func (n *Node) Status() Status {
 
 // status is GET /v1/crawl/status: the whole cluster's figures (?local=1: this node's).
 func (n *Node) status(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Query().Get("local") != "" || n.cl == nil || n.cl.g == nil {
+	if r.URL.Query().Get("local") != "" || n.cl == nil || n.cl.Gossip() == nil {
 		writeJSON(w, http.StatusOK, n.Status())
 		return
 	}

@@ -1,51 +1,29 @@
 package node
 
-// The cluster's HTTP surface: the internal node-to-node endpoints under /internal/, the
-// cluster view, cluster-wide status, and decommission.
+// The cluster's HTTP surface on the node: the internal listener (the cluster's and
+// replication's node-to-node endpoints, see cluster.Routes), the cluster view,
+// cluster-wide status, reads routed to a host's owner, and decommission.
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"sync"
 	"time"
 
-	"github.com/crawlnode/crawlnode/control"
-	"github.com/crawlnode/crawlnode/forward"
+	"github.com/crawlnode/crawlnode/cluster"
 	"github.com/crawlnode/crawlnode/gossip"
 	"github.com/crawlnode/crawlnode/ring"
 )
 
-// internalHandler serves the node-to-node endpoints. Their bodies have their own limits
-// (forward.MaxWireBytes; snapshot streams are bounded per record and block), so they
-// bypass the API's 1 MiB request limit.
+// internalHandler serves the node-to-node endpoints: the cluster's (cluster.Routes) and
+// replication's. Their bodies have their own limits, so they bypass the API's 1 MiB
+// request limit.
 func (n *Node) internalHandler() http.Handler {
 	mux := http.NewServeMux()
-	c := n.cl
-	mux.Handle("POST "+forward.LinksPath, forward.HandlerSync(c.receiveLinks, c.linksCopied))
-	mux.HandleFunc("POST /internal/v1/partitions/{p}", c.importHandler)
-	mux.HandleFunc("POST /internal/v1/raft/apply", c.applyHandler)
-	mux.HandleFunc("POST "+replicaPath, c.repl.receive)
-	mux.HandleFunc("GET /internal/v1/raft/index", func(w http.ResponseWriter, r *http.Request) {
-		// Only the controller must exist: peers ask the leader for its index and forward
-		// commands to it while it may still be joining gossip.
-		if !c.ctlReady.Load() {
-			writeError(w, http.StatusServiceUnavailable, "starting", "the node is still joining its cluster")
-			return
-		}
-		idx, err := c.ctl.LeaderIndex(5 * time.Second)
-		if err != nil {
-			writeError(w, http.StatusConflict, "not_leader", "%v", err)
-			return
-		}
-		writeJSON(w, http.StatusOK, map[string]uint64{"index": idx})
-	})
-	mux.HandleFunc("GET /internal/v1/idle", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, c.localIdle())
-	})
+	n.cl.Routes(mux)
+	mux.HandleFunc("POST "+replicaPath, n.repl.receive)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "no route %s %s", r.Method, r.URL.Path)
 	})
@@ -70,45 +48,6 @@ func (n *Node) internalOnly() http.Handler {
 		writeError(w, http.StatusNotFound, "not_found", "no route %s %s on the internal listener", r.Method, r.URL.Path)
 	})
 	return mux
-}
-
-// applyHandler runs a Raft command forwarded by another node (it must be the leader).
-func (c *cluster) applyHandler(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-	if err != nil {
-		writeError(w, http.StatusBadRequest, "bad_body", "%v", err)
-		return
-	}
-	cmd, err := control.Decode(body)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, "bad_command", "%v", err)
-		return
-	}
-	if !c.ctlReady.Load() {
-		writeError(w, http.StatusServiceUnavailable, "starting", "the node is still joining its cluster")
-		return
-	}
-	res, err := c.ctl.Apply(cmd)
-	if err != nil {
-		code := http.StatusServiceUnavailable
-		if errors.Is(err, control.ErrNotLeader) {
-			code = http.StatusMisdirectedRequest
-		}
-		writeError(w, code, "not_applied", "%v", err)
-		return
-	}
-	writeJSON(w, http.StatusOK, toApplyResult(res))
-}
-
-// held counts the partitions whose lease this node holds.
-func (c *cluster) held() int {
-	k := 0
-	for _, l := range c.tab.Load().leases {
-		if l.Owner == c.self {
-			k++
-		}
-	}
-	return k
 }
 
 // ClusterView is GET /v1/cluster.
@@ -158,23 +97,22 @@ type LeaseView struct {
 // Cluster returns the cluster as this node sees it.
 func (n *Node) Cluster() ClusterView {
 	c := n.cl
-	t := c.tab.Load()
-	leader, _ := c.ctl.Leader()
-	os := c.out.Stats()
-	v := ClusterView{Self: c.self, Leader: leader, PartitionCount: ring.PartitionCount,
-		Handoffs: c.stats.handoffs.Load(), HandoffBytes: c.stats.handoffBytes.Load(),
-		HandoffSeconds: time.Duration(c.stats.handoffNanos.Load()).Seconds(),
-		Imports:        c.stats.imports.Load(), Swept: c.stats.swept.Load(), ForcedLeases: c.stats.forced.Load(),
+	leases, members := c.Table()
+	os := c.Outbox().Stats()
+	ts := c.Stats()
+	v := ClusterView{Self: c.Self(), Leader: c.Leader(), PartitionCount: ring.PartitionCount,
+		Handoffs: ts.Handoffs, HandoffBytes: ts.HandoffBytes, HandoffSeconds: ts.HandoffTime.Seconds(),
+		Imports: ts.Imports, Swept: ts.Swept, ForcedLeases: ts.Forced,
 		ForwardedLinks: os.SentLinks, ForwardedBytes: os.SentBytes, BytesPerLink: os.BytesPerLink, OutboxLinks: os.Queued,
-		Replicas: c.repl.stats()}
+		Replicas: n.repl.stats()}
 	owned := map[string]int{}
-	for p, l := range t.leases {
+	for p, l := range leases {
 		v.Leases = append(v.Leases, LeaseView{Partition: p, Owner: l.Owner, Epoch: l.Epoch})
 		owned[l.Owner]++
 	}
 	seen := map[string]bool{}
-	for _, m := range c.g.Members() {
-		mi, reg := t.members[m.Name]
+	for _, m := range c.Members() {
+		mi, reg := members[m.Name]
 		state := string(m.Meta.State)
 		if m.Status == gossip.StatusLeft {
 			state = string(gossip.StateLeft)
@@ -185,7 +123,7 @@ func (n *Node) Cluster() ClusterView {
 		})
 		seen[m.Name] = true
 	}
-	for name, mi := range t.members {
+	for name, mi := range members {
 		if !seen[name] {
 			v.Members = append(v.Members, ClusterMember{Name: name, State: "unknown", Status: string(gossip.StatusDead), HTTPAddr: mi.HTTPAddr, RaftAddr: mi.RaftAddr, Partitions: owned[name], Voter: mi.Voter, Registered: true})
 		}
@@ -209,7 +147,7 @@ func (n *Node) Cluster() ClusterView {
 func (n *Node) cluster(w http.ResponseWriter, r *http.Request) {
 	// The API serves before the node has joined: its Raft controller does not exist until
 	// then (a request in that window used to dereference a nil controller).
-	if !n.cl.started.Load() {
+	if !n.cl.Started() {
 		writeError(w, http.StatusServiceUnavailable, "starting", "the node is still joining its cluster")
 		return
 	}
@@ -218,11 +156,11 @@ func (n *Node) cluster(w http.ResponseWriter, r *http.Request) {
 
 // leaveHandler is POST /v1/node/leave: decommission this node.
 func (n *Node) leaveHandler(w http.ResponseWriter, r *http.Request) {
-	if !n.cl.started.Load() {
+	if !n.cl.Started() {
 		writeError(w, http.StatusServiceUnavailable, "starting", "the node is still joining its cluster")
 		return
 	}
-	if err := n.cl.leave(); err != nil {
+	if err := n.cl.Leave(); err != nil {
 		writeError(w, http.StatusConflict, "cannot_leave", "%v", err)
 		return
 	}
@@ -248,8 +186,8 @@ func (n *Node) clusterStatus(ctx context.Context) ClusterStatus {
 	}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	for _, m := range n.cl.g.Alive() {
-		if m.Name == n.cl.self || m.Meta.HTTPAddr == "" {
+	for _, m := range n.cl.Gossip().Alive() {
+		if m.Name == n.cl.Self() || m.Meta.HTTPAddr == "" {
 			continue
 		}
 		wg.Add(1)
@@ -258,7 +196,7 @@ func (n *Node) clusterStatus(ctx context.Context) ClusterStatus {
 			ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 			defer cancel()
 			var st Status
-			err := n.cl.get(ctx, "http://"+m.Meta.HTTPAddr+"/v1/crawl/status?local=1", &st)
+			err := n.cl.Get(ctx, "http://"+m.Meta.HTTPAddr+"/v1/crawl/status?local=1", &st)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -308,43 +246,41 @@ func (n *Node) clusterStatus(ctx context.Context) ClusterStatus {
 
 // TransferStats are this node's cluster transfer counters, for the final log line.
 func (n *Node) TransferStats() []any {
-	c := n.cl
-	os := c.out.Stats()
+	os := n.cl.Outbox().Stats()
+	ts := n.cl.Stats()
+	r := n.repl
 	return []any{"forwarded_links", os.SentLinks, "forwarded_bytes", os.SentBytes, "bytes_per_link", fmt.Sprintf("%.1f", os.BytesPerLink),
-		"handoffs", c.stats.handoffs.Load(), "handoff_bytes", c.stats.handoffBytes.Load(),
-		"handoff_seconds", fmt.Sprintf("%.3f", time.Duration(c.stats.handoffNanos.Load()).Seconds()), "imports", c.stats.imports.Load(),
-		"replica_bytes", c.repl.bytesSent.Load(), "replica_records", c.repl.records.Load(), "replica_rounds", c.repl.rounds.Load(),
-		"replica_lag_max_seconds", fmt.Sprintf("%.3f", time.Duration(c.repl.lagMax.Load()).Seconds()), "replica_promotions", c.repl.promoted.Load()}
+		"handoffs", ts.Handoffs, "handoff_bytes", ts.HandoffBytes,
+		"handoff_seconds", fmt.Sprintf("%.3f", ts.HandoffTime.Seconds()), "imports", ts.Imports,
+		"replica_bytes", r.bytesSent.Load(), "replica_records", r.records.Load(), "replica_rounds", r.rounds.Load(),
+		"replica_lag_max_seconds", fmt.Sprintf("%.3f", time.Duration(r.lagMax.Load()).Seconds()), "replica_promotions", r.promoted.Load()}
 }
 
 // GossipAddr is the address peers give to --join to reach this node ("" before Run has
 // started the cluster).
 func (n *Node) GossipAddr() string {
-	if n.cl == nil || !n.cl.started.Load() {
+	if n.cl == nil || !n.cl.Started() {
 		return ""
 	}
-	return n.cl.g.AdvertiseAddr()
+	return n.cl.Gossip().AdvertiseAddr()
 }
-
-// forwardedHeader marks a read another node routed here, so it is answered locally.
-const forwardedHeader = "X-Crawlnode-Forwarded"
 
 // routeToOwner answers r from the node that holds hostKey's partition, when that is
 // another node; it reports whether it did.
 func (n *Node) routeToOwner(w http.ResponseWriter, r *http.Request, hostKey string) bool {
-	if n.cl == nil || !n.cl.started.Load() || r.Header.Get(forwardedHeader) != "" || hostKey == "" {
+	if n.cl == nil || !n.cl.Started() || r.Header.Get(cluster.ForwardedHeader) != "" || hostKey == "" {
 		return false
 	}
-	owner, _ := n.cl.ownerOf(ring.PartitionOf(hostKey))
-	if owner == "" || owner == n.cl.self {
+	owner, _ := n.cl.OwnerOf(ring.PartitionOf(hostKey))
+	if owner == "" || owner == n.cl.Self() {
 		return false
 	}
-	base, ok := n.cl.internalURL(owner)
+	base, ok := n.cl.InternalURL(owner)
 	if !ok {
 		writeError(w, http.StatusServiceUnavailable, "owner_unreachable", "host %s belongs to %s, which is not reachable now", hostKey, owner)
 		return true
 	}
-	status, body, ctype, err := n.cl.getRaw(r.Context(), base+r.URL.RequestURI())
+	status, body, ctype, err := n.cl.GetRaw(r.Context(), base+r.URL.RequestURI())
 	if err != nil {
 		writeError(w, http.StatusBadGateway, "owner_failed", "asking %s: %v", owner, err)
 		return true
@@ -359,14 +295,14 @@ func (n *Node) routeToOwner(w http.ResponseWriter, r *http.Request, hostKey stri
 // askPeers asks every live peer for r (a read this node could not answer) and relays the
 // first 200; it reports whether one answered.
 func (n *Node) askPeers(w http.ResponseWriter, r *http.Request) bool {
-	if n.cl == nil || !n.cl.started.Load() || r.Header.Get(forwardedHeader) != "" {
+	if n.cl == nil || !n.cl.Started() || r.Header.Get(cluster.ForwardedHeader) != "" {
 		return false
 	}
-	for _, m := range n.cl.g.Alive() {
-		if m.Name == n.cl.self || m.Meta.HTTPAddr == "" {
+	for _, m := range n.cl.Gossip().Alive() {
+		if m.Name == n.cl.Self() || m.Meta.HTTPAddr == "" {
 			continue
 		}
-		status, body, ctype, err := n.cl.getRaw(r.Context(), "http://"+m.Meta.HTTPAddr+r.URL.RequestURI())
+		status, body, ctype, err := n.cl.GetRaw(r.Context(), "http://"+m.Meta.HTTPAddr+r.URL.RequestURI())
 		if err == nil && status == http.StatusOK {
 			w.Header().Set("Content-Type", ctype)
 			w.Header().Set("X-Crawlnode-Node", m.Name)
@@ -376,23 +312,4 @@ func (n *Node) askPeers(w http.ResponseWriter, r *http.Request) bool {
 		}
 	}
 	return false
-}
-
-// getRaw GETs url from a peer as a forwarded read.
-func (c *cluster) getRaw(ctx context.Context, url string) (int, []byte, string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return 0, nil, "", err
-	}
-	req.Header.Set(forwardedHeader, c.self)
-	c.authorize(req)
-	resp, err := c.client.Do(req)
-	if err != nil {
-		return 0, nil, "", err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	return resp.StatusCode, body, resp.Header.Get("Content-Type"), err
 }

@@ -1,25 +1,21 @@
 package node
 
 import (
-	"bytes"
 	"net/http"
 	"net/http/httptest"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/crawlnode/crawlnode/control"
+	"github.com/crawlnode/crawlnode/cluster"
 )
 
 // The API serves before a clustered node has joined; the cluster endpoints answer 503
 // until then instead of touching the Raft controller that does not exist yet (GET
-// /v1/cluster a few ms after the start used to panic on a nil controller).
+// /v1/cluster a few ms after the start used to panic on a nil controller). The internal
+// routes' twin is cluster's TestInternalRoutesBeforeStart.
 func TestClusterEndpointsBeforeStart(t *testing.T) {
-	n := &Node{cl: &cluster{}}
-	cmd, err := control.Encode(control.RemoveMember{Name: "x"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	n := &Node{cl: &cluster.Cluster{}}
 	for _, tc := range []struct {
 		name string
 		h    http.HandlerFunc
@@ -27,7 +23,6 @@ func TestClusterEndpointsBeforeStart(t *testing.T) {
 	}{
 		{"GET /v1/cluster", n.cluster, httptest.NewRequest("GET", "/v1/cluster", nil)},
 		{"POST /v1/node/leave", n.leaveHandler, httptest.NewRequest("POST", "/v1/node/leave", nil)},
-		{"POST /internal/v1/raft/apply", n.cl.applyHandler, httptest.NewRequest("POST", "/internal/v1/raft/apply", bytes.NewReader(cmd))},
 	} {
 		rec := httptest.NewRecorder()
 		tc.h(rec, tc.req)
@@ -51,7 +46,7 @@ func TestPprofOnlyWhenAsked(t *testing.T) {
 		return rec
 	}
 	handler := func(cfg Config) http.Handler {
-		n := &Node{cfg: cfg, cl: &cluster{}}
+		n := &Node{cfg: cfg, cl: &cluster.Cluster{}}
 		n.met = &metrics{reg: prometheus.NewRegistry()}
 		return n.handler(false)
 	}

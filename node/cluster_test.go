@@ -128,15 +128,15 @@ func TestClusterInProcess(t *testing.T) {
 			t.Errorf("run: %v", err)
 		}
 	}
-	if n3.cl.stats.imports.Load() == 0 {
+	if n3.cl.Stats().Imports == 0 {
 		t.Errorf("the joining node received no partition")
 	}
 	rep := w.Report(simweb.ReportOptions{UserAgent: DefaultUserAgent, DefaultDelay: delay, PerHost: 1})
 	t.Logf("requests %d, coverage %.4f (%d/%d), duplicates %d, handoffs n1 %d n2 %d, imports n3 %d",
 		rep.Requests, rep.Coverage, rep.Reached, rep.MustReach, rep.DuplicateFetches,
-		n1.cl.stats.handoffs.Load(), n2.cl.stats.handoffs.Load(), n3.cl.stats.imports.Load())
+		n1.cl.Stats().Handoffs, n2.cl.Stats().Handoffs, n3.cl.Stats().Imports)
 	for _, n := range []*Node{n1, n2, n3} {
-		r := n.cl.repl
+		r := n.repl
 		t.Logf("%s replicas: rounds %d, sections from the change log %d, log overflows %d, resets %d", n.Name(), r.rounds.Load(), r.keyed.Load(), r.changes.overflows.Load(), r.resets.Load())
 	}
 	if rep.Coverage < 1 {

@@ -26,7 +26,6 @@ import (
 	"github.com/crawlnode/crawlnode/archive"
 	"github.com/crawlnode/crawlnode/corpus"
 	"github.com/crawlnode/crawlnode/fetch"
-	"github.com/crawlnode/crawlnode/forward"
 	"github.com/crawlnode/crawlnode/frontier"
 	"github.com/crawlnode/crawlnode/linkscan"
 	"github.com/crawlnode/crawlnode/ring"
@@ -300,7 +299,7 @@ func (n *Node) handle(ctx context.Context, l *frontier.Lease, ws *workerState) f
 	if err != nil {
 		return frontier.Outcome{Kind: frontier.Drop, Err: "bad url: " + err.Error(), NoRequest: true}
 	}
-	if !n.cl.mayFetch(ring.PartitionOf(hostKey)) {
+	if !n.cl.MayFetch(ring.PartitionOf(hostKey)) {
 		// The lease moved, a handoff holds the partition, or the leader is out of touch:
 		// not ours to fetch now. The fence pauses the partition within 100 ms.
 		n.front.DeferHost(hostKey, 200*time.Millisecond)
@@ -557,46 +556,10 @@ func (n *Node) route1(cands []frontier.Candidate) {
 	}
 }
 
-// route queues candidates: those of partitions whose lease this node holds go into the
-// frontier, the others into the outbox for their lease holder. It filters cands in place.
-// The outbox is durable when route returns; when it is full, route waits for room
-// (back-pressure on the fetch slot) until ctx ends.
+// route queues candidates through the cluster (cluster.Route): those of partitions held
+// here into the frontier, the others into the outbox for their lease holder.
 func (n *Node) route(ctx context.Context, cands []frontier.Candidate) (frontier.AddResult, int, error) {
-	c := n.cl
-	var remote []forward.Link
-	c.routeMu.RLock()
-	local := cands[:0]
-	for _, cd := range cands {
-		h := cd.Host
-		if h == "" {
-			h = urlnorm.HostKey(cd.URL)
-		}
-		if c.holdsLocal(ring.PartitionOf(h)) {
-			local = append(local, cd)
-		} else {
-			remote = append(remote, forward.Link{URL: cd.URL, Depth: forward.Clamp16(cd.Depth), Hops: forward.Clamp16(cd.Hops), Priority: cd.Priority, Cash: float32(cd.Cash)})
-		}
-	}
-	var res frontier.AddResult
-	var err error
-	if len(local) > 0 {
-		res, err = n.front.Add(local)
-	}
-	c.routeMu.RUnlock()
-	if err != nil || len(remote) == 0 {
-		return res, 0, err
-	}
-	for {
-		err := c.out.Add(remote)
-		if !errors.Is(err, forward.ErrFull) {
-			return res, len(remote), err
-		}
-		select {
-		case <-ctx.Done():
-			return res, 0, err
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+	return n.cl.Route(ctx, cands)
 }
 
 // warcLoc is where a response went: loc is the record written for this fetch (response or

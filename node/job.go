@@ -165,14 +165,14 @@ func (p *patchInt) UnmarshalJSON(b []byte) error {
 }
 
 func (n *Node) getJob(w http.ResponseWriter, r *http.Request) {
-	j := n.cl.tab.Load().config
+	j := n.cl.JobConfig()
 	e, _ := n.effectiveJob(j)
 	writeJSON(w, http.StatusOK, map[string]any{"version": j.Version, "effective": e, "paused": j.Paused, "blocked_domains": j.BlockedDomains})
 }
 
 func (n *Node) patchJob(w http.ResponseWriter, r *http.Request) {
 	select {
-	case <-n.cl.ready: // the Raft group is up (the API serves before it is)
+	case <-n.cl.Ready(): // the Raft group is up (the API serves before it is)
 	default:
 		writeError(w, http.StatusServiceUnavailable, "not_ready", "the cluster is still forming: try again")
 		return
@@ -272,8 +272,8 @@ func (n *Node) patchJob(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 	defer cancel()
 	for try := 0; ; try++ {
-		n.cl.refresh()
-		cur := n.cl.tab.Load().config
+		n.cl.Refresh()
+		cur := n.cl.JobConfig()
 		next := cur
 		if err := apply(&next); err != nil {
 			writeError(w, http.StatusBadRequest, "bad_setting", "%v", err)
@@ -284,7 +284,7 @@ func (n *Node) patchJob(w http.ResponseWriter, r *http.Request) {
 			// scope in effect instead, so a patch of other settings leaves it alone.
 			next.Scope = string(n.cfg.Scope)
 		}
-		res, err := n.cl.apply(ctx, control.SetConfig{Config: next, ExpectVersion: cur.Version, At: time.Now()})
+		res, err := n.cl.Apply(ctx, control.SetConfig{Config: next, ExpectVersion: cur.Version, At: time.Now()})
 		if err != nil {
 			writeError(w, http.StatusServiceUnavailable, "not_applied", "%v", err)
 			return
@@ -300,13 +300,13 @@ func (n *Node) patchJob(w http.ResponseWriter, r *http.Request) {
 		// Answer with the configuration as this node applies it (a follower applies the
 		// leader's commit a moment later).
 		for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-			n.cl.refresh()
-			if n.cl.tab.Load().config.Version >= res.ConfigVersion {
+			n.cl.Refresh()
+			if n.cl.JobConfig().Version >= res.ConfigVersion {
 				break
 			}
 		}
 		break
 	}
-	n.cl.syncJob()
+	n.cl.SyncJob()
 	n.getJob(w, r)
 }

@@ -19,7 +19,6 @@ import (
 type metrics struct {
 	reg          *prometheus.Registry
 	fetchLatency *prometheus.HistogramVec
-	handoffs     prometheus.Counter
 }
 
 func newMetrics(n *Node) *metrics {
@@ -33,10 +32,7 @@ func newMetrics(n *Node) *metrics {
 			Buckets:   []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 		}, []string{"outcome"}),
 	}
-	m.handoffs = prometheus.NewCounter(prometheus.CounterOpts{
-		Namespace: "crawlnode", Name: "handoffs_total", Help: "Partitions this node handed off to their new owner.",
-	})
-	reg.MustRegister(m.fetchLatency, m.handoffs,
+	reg.MustRegister(m.fetchLatency,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{Namespace: "crawlnode"}))
 
@@ -117,36 +113,42 @@ func newMetrics(n *Node) *metrics {
 		return 0
 	})
 	reg.MustRegister(outboxCollector{n})
+	counter("handoffs_total", "Partitions this node handed off to their new owner.", nil, func() float64 {
+		if n.cl == nil {
+			return 0
+		}
+		return float64(n.cl.Stats().Handoffs)
+	})
 	counter("forwarded_links_total", "Links another node committed to its frontier.", nil, func() float64 {
 		if n.cl == nil {
 			return 0
 		}
-		return float64(n.cl.out.Stats().SentLinks)
+		return float64(n.cl.Outbox().Stats().SentLinks)
 	})
 	counter("forwarded_bytes_total", "Wire bytes of forwarded link batches.", nil, func() float64 {
 		if n.cl == nil {
 			return 0
 		}
-		return float64(n.cl.out.Stats().SentBytes)
+		return float64(n.cl.Outbox().Stats().SentBytes)
 	})
 	counter("outbox_head_resets_total", "Outbox drains that found a partition's links counted below where it reads from (a bug: they would never be sent) and read that partition from its start again.", nil, func() float64 {
 		if n.cl == nil {
 			return 0
 		}
-		return float64(n.cl.out.Stats().HeadResets)
+		return float64(n.cl.Outbox().Stats().HeadResets)
 	})
 	gauge("partitions_held", "Partitions whose lease this node holds.", func() float64 {
 		if n.cl == nil {
 			return 0
 		}
-		return float64(n.cl.held())
+		return float64(n.cl.Held())
 	})
 	repl := func(f func(r *replicator) int64) func() float64 {
 		return func() float64 {
-			if n.cl == nil || n.cl.repl == nil {
+			if n.repl == nil {
 				return 0
 			}
-			return float64(f(n.cl.repl))
+			return float64(f(n.repl))
 		}
 	}
 	counter("replica_bytes_total", "Wire bytes of partition changes sent to backup nodes.", nil, repl(func(r *replicator) int64 { return r.bytesSent.Load() }))
@@ -176,19 +178,19 @@ func newMetrics(n *Node) *metrics {
 	counter("replica_ack_unreplicated_total", "Forwarded link batches acknowledged before this node's backups held them (a backup too slow or down).", nil, repl(func(r *replicator) int64 { return r.ackUncopied.Load() }))
 	counter("replica_promotions_total", "Copies of a lost node's partitions merged into this node's frontier.", nil, repl(func(r *replicator) int64 { return r.promoted.Load() }))
 	gauge("replica_lag_seconds", "Age of the oldest backup copy of a partition this node holds (how much a loss of this node would undo).", func() float64 {
-		if n.cl == nil || n.cl.repl == nil {
+		if n.repl == nil {
 			return 0
 		}
-		return time.Duration(n.cl.repl.lagNanos.Load()).Seconds()
+		return time.Duration(n.repl.lagNanos.Load()).Seconds()
 	})
 	gauge("raft_leader", "1 while this node is the Raft leader.", func() float64 {
-		if n.cl != nil && n.cl.ctl != nil && n.cl.ctl.IsLeader() {
+		if n.cl != nil && n.cl.IsLeader() {
 			return 1
 		}
 		return 0
 	})
 	gauge("raft_in_contact", "1 while this node has heard from the Raft leader within the lease time (it may fetch).", func() float64 {
-		if n.cl != nil && n.cl.ctl != nil && n.cl.ctl.InContact() {
+		if n.cl != nil && n.cl.InContact() {
 			return 1
 		}
 		return 0
@@ -212,7 +214,7 @@ func (c outboxCollector) Collect(ch chan<- prometheus.Metric) {
 	if c.n.cl == nil {
 		return
 	}
-	byPeer := c.n.cl.out.Stats().QueuedByPeer
+	byPeer := c.n.cl.Outbox().Stats().QueuedByPeer
 	if len(byPeer) == 0 {
 		ch <- prometheus.MustNewConstMetric(outboxDesc, prometheus.GaugeValue, 0, "")
 		return

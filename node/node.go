@@ -2,8 +2,8 @@ package node
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"github.com/crawlnode/crawlnode/cluster"
 	"log/slog"
 	"runtime"
 	"sync"
@@ -272,15 +272,15 @@ func (c *Config) Validate() error {
 		}
 	}
 	cc := c.Cluster
-	cc.setDefaults()
+	cc.SetDefaults()
 	if (len(cc.Join) > 0 || cc.BootstrapExpect > 1) && c.HTTPAddr == "" && c.InternalAddr == "" {
 		return fmt.Errorf("%w: a cluster member needs an HTTP address (--http or --internal-http) for its peers", ErrBadConfig)
 	}
-	return cc.validate()
+	return cc.Validate()
 }
 
-// ErrBadConfig marks configuration errors.
-var ErrBadConfig = errors.New("bad configuration")
+// ErrBadConfig marks configuration errors (the cluster's among them).
+var ErrBadConfig = cluster.ErrBadConfig
 
 // Node is one crawler node: frontier, fetcher, WARC writer and extract stage wired into a
 // crawl loop. Build with New, run with Run, which returns when the crawl is done (with
@@ -300,7 +300,8 @@ type Node struct {
 	robots *hostCache[*fetch.Robots]
 	tdm    *hostCache[*tdmPolicy]
 	met    *metrics
-	cl     *cluster
+	cl     *cluster.Cluster
+	repl   *replicator            // the node's replication, run by cl
 	ua     atomic.Pointer[string] // the user agent now (the job configuration may change it)
 	delay  atomic.Int64           // the default per-host delay now (ns), likewise
 	bfs    atomic.Bool            // breadth-first order: no OPIC cash (Config.Priority, job)
@@ -433,7 +434,14 @@ func New(cfg Config) (*Node, error) {
 	}
 	n.robots = newHostCache[*fetch.Robots](100_000)
 	n.tdm = newHostCache[*tdmPolicy](100_000)
-	n.cl, err = newCluster(n, cfg.Cluster)
+	n.cl, err = cluster.New(cfg.Cluster, cluster.Deps{
+		Self: n.dir.Node, DataDir: n.dir.Path, DB: n.db, Frontier: n.front, Host: clusterHost{n},
+		NewReplication: func(c *cluster.Cluster, interval time.Duration) cluster.Replication {
+			n.repl = newReplicator(c, interval, n.db, n.front, cfg.Logger)
+			return n.repl
+		},
+		Logger: cfg.Logger, APIToken: cfg.APIToken, Version: Version, DataFormat: dataFormat,
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -469,16 +477,16 @@ func (n *Node) Run(ctx context.Context) error {
 	defer stopAPI()
 	clusterCtx, stopCluster := context.WithCancel(context.Background())
 	defer stopCluster()
-	if err := n.cl.start(clusterCtx, n.peerAddr()); err != nil {
-		n.cl.shutdown()
+	if err := n.cl.Start(clusterCtx, n.peerAddr()); err != nil {
+		n.cl.Shutdown()
 		return fmt.Errorf("cluster: %w", err)
 	}
-	defer n.cl.shutdown()
+	defer n.cl.Shutdown()
 	defer stopCluster()
 	// Seeds are routed by the lease table: wait (a little) for it, so that a node alone
 	// queues them in its frontier at once; otherwise they wait in the outbox.
 	select {
-	case <-n.cl.ready:
+	case <-n.cl.Ready():
 	case <-time.After(15 * time.Second):
 		n.log.Warn("no lease table yet; seeds wait in the outbox until the cluster forms")
 	case <-ctx.Done():
@@ -540,7 +548,7 @@ func (n *Node) Run(ctx context.Context) error {
 	go func() {
 		defer bg.Done()
 		select {
-		case <-n.cl.left:
+		case <-n.cl.Left():
 			left = true
 			stopLeasing()
 		case <-leaseCtx.Done():
@@ -599,7 +607,7 @@ func (n *Node) waitDone(ctx context.Context) bool {
 			return n.cfg.MaxPages > 0 && n.stats.fetched.Load() >= n.cfg.MaxPages
 		case <-t.C:
 		}
-		if n.cl != nil && n.cl.g != nil {
+		if n.cl != nil && n.cl.Gossip() != nil {
 			if n.clusterDone(ctx) {
 				return true
 			}
@@ -621,13 +629,13 @@ func (n *Node) waitDone(ctx context.Context) bool {
 func (n *Node) clusterDone(ctx context.Context) bool {
 	prev := int64(-1)
 	for {
-		if n.cl.clusterDone(ctx, &prev) {
+		if n.cl.Done(ctx, &prev) {
 			break
 		}
 		// Peers are asked over HTTP once a second; a node alone checks itself as often as
 		// a node without a cluster layer does, so a one-node batch crawl exits promptly.
 		wait := time.Second
-		if len(n.cl.g.Alive()) <= 1 {
+		if len(n.cl.Gossip().Alive()) <= 1 {
 			wait = 200 * time.Millisecond
 		}
 		select {
@@ -636,9 +644,9 @@ func (n *Node) clusterDone(ctx context.Context) bool {
 		case <-time.After(wait):
 		}
 	}
-	n.cl.doneLocal.Store(true)
+	n.cl.MarkDone()
 	n.log.Info("the cluster's crawl is done")
-	if len(n.cl.g.Alive()) > 1 {
+	if len(n.cl.Gossip().Alive()) > 1 {
 		select { // let peers hear it
 		case <-time.After(3 * time.Second):
 		case <-ctx.Done():

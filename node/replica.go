@@ -84,12 +84,15 @@ package node
 // the snapshot package's, without its single-partition header.
 
 import (
+	"log/slog"
+
 	"bufio"
 	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/crawlnode/crawlnode/cluster"
 	"io"
 	"maps"
 	"net/http"
@@ -166,7 +169,9 @@ const (
 
 // replicator is a node's replication: sending its partitions and keeping copies of others'.
 type replicator struct {
-	c        *cluster
+	c        *cluster.Cluster // nil in unit tests of the stream alone
+	log      *slog.Logger
+	front    *frontier.Frontier
 	interval time.Duration
 	self     string
 	db       *badger.DB
@@ -228,21 +233,18 @@ type replicator struct {
 	lagMax                                                          atomic.Int64 // the largest lagNanos seen
 }
 
-func newReplicator(c *cluster, interval time.Duration) *replicator {
-	r := &replicator{c: c, interval: interval, self: c.self, db: c.n.db, parts: map[uint16]*replOut{},
+func newReplicator(c *cluster.Cluster, interval time.Duration, db *badger.DB, front *frontier.Frontier, log *slog.Logger) *replicator {
+	r := &replicator{c: c, log: log.With("component", "replica", "node", c.Self()), front: front, interval: interval,
+		self: c.Self(), db: db, parts: map[uint16]*replOut{},
 		kick: make(chan struct{}, 1), roundDone: make(chan struct{})}
-	r.export = r.frontierExport(c.n.front)
+	r.export = r.frontierExport(front)
 	r.stillHeld = func(p uint16) bool {
 		if isOutboxSlot(p) {
 			return true
 		}
-		if c.tab.Load() == nil {
-			return false
-		}
-		owner, _ := c.ownerOf(p)
-		return owner == c.self
+		owner, _ := c.OwnerOf(p)
+		return owner == c.Self()
 	}
-	front := c.n.front
 	r.exportMany = func(parts []uint16, since uint64, fn func(uint16, byte, []byte, []byte, bool) error) (uint64, error) {
 		return front.ExportPartitionsSinceTxn(r.snap, parts, since, fn)
 	}
@@ -381,7 +383,7 @@ func (r *replicator) prefetch(ctx context.Context, groups map[string][]uint16) {
 				case errors.Is(err, errTooLarge):
 					break parts // the rest go one by one
 				case err != nil:
-					r.c.log.Debug("replica round: changed-key export failed; partitions go one by one", "err", err)
+					r.log.Debug("replica round: changed-key export failed; partitions go one by one", "err", err)
 					break parts
 				}
 				sc.parts[p] = scanPart{since: since[p], recs: recs}
@@ -439,7 +441,7 @@ func (r *replicator) prefetch(ctx context.Context, groups map[string][]uint16) {
 	})
 	if err != nil {
 		if !errors.Is(err, errTooLarge) {
-			r.c.log.Debug("replica round: shared export failed; partitions go one by one", "err", err)
+			r.log.Debug("replica round: shared export failed; partitions go one by one", "err", err)
 		}
 		return
 	}
@@ -516,14 +518,14 @@ func (r *replicator) releaseOutboxSlot(slot uint16) {
 // blocked lists the partitions whose copy from a source that is not alive waits to be
 // imported: this node must not fetch them before (it would fetch again what the copy
 // says the lost node fetched).
-func (r *replicator) blocked() map[uint16]bool {
+func (r *replicator) Blocked() map[uint16]bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	copies := r.copiesLocked()
 	if len(copies) == 0 {
 		return nil
 	}
-	alive := r.c.aliveMembers()
+	alive := r.c.Alive()
 	out := map[uint16]bool{}
 	for p, src := range copies {
 		if isOutboxSlot(p) {
@@ -551,7 +553,7 @@ func (r *replicator) noteCopy(p uint16, m *replicaMeta) {
 }
 
 // run sends a round every interval and checks the copies held here for promotion.
-func (r *replicator) run(ctx context.Context) {
+func (r *replicator) Run(ctx context.Context) {
 	if r.interval <= 0 {
 		return
 	}
@@ -623,7 +625,7 @@ func (r *replicator) endRound() {
 // be promoted and the links would exist nowhere. Partitions without a backup (no other
 // live member, replicas off) are not waited for. It gives up after ackCopyWait (a backup
 // that is down or far behind must not stop the links from coming in) and reports false.
-func (r *replicator) waitCopied(ctx context.Context, parts []uint16, committed time.Time) bool {
+func (r *replicator) WaitCopied(ctx context.Context, parts []uint16, committed time.Time) bool {
 	if r.interval <= 0 {
 		return true
 	}
@@ -666,24 +668,24 @@ func ackCopyWait(interval time.Duration) time.Duration {
 // its backup.
 func (r *replicator) backups() map[string][]uint16 {
 	c := r.c
-	if !c.ctl.InContact() {
+	if !c.InContact() {
 		return nil
 	}
-	rg := c.ringNow()
+	rg := c.Ring()
 	var others []string
 	for _, m := range rg.Members() {
-		if m != c.self {
+		if m != c.Self() {
 			others = append(others, m)
 		}
 	}
 	if len(others) == 0 {
 		return nil
 	}
-	without := c.ringOf(others)
-	alive := c.aliveMembers()
+	without := c.RingOf(others)
+	alive := c.Alive()
 	out := map[string][]uint16{}
 	for p := range uint16(ring.PartitionCount) {
-		if owner, _ := c.ownerOf(p); owner != c.self || !c.holdsLocal(p) {
+		if owner, _ := c.OwnerOf(p); owner != c.Self() || !c.HoldsLocal(p) {
 			continue
 		}
 		b := without.Owner(p)
@@ -692,7 +694,7 @@ func (r *replicator) backups() map[string][]uint16 {
 		}
 		out[b] = append(out[b], p)
 	}
-	if ob := outboxBackup(c.self, others, alive); ob != "" {
+	if ob := outboxBackup(c.Self(), others, alive); ob != "" {
 		out[ob] = append(out[ob], outboxSlot)
 	}
 	return out
@@ -823,7 +825,7 @@ func (r *replicator) round(ctx context.Context) {
 			if err != nil && ctx.Err() == nil {
 				complete = false
 				r.failures.Add(1)
-				r.c.log.Debug("replication to backup failed; next round retries", "backup", b, "partitions", len(groups[b]), "phase", phase, "err", err)
+				r.log.Debug("replication to backup failed; next round retries", "backup", b, "partitions", len(groups[b]), "phase", phase, "err", err)
 			}
 		}
 	}
@@ -840,7 +842,7 @@ type replicaAnswer struct {
 
 // send streams the deltas of parts to backup b and records what b acknowledged.
 func (r *replicator) send(ctx context.Context, b string, parts []uint16, phase int) error {
-	base, ok := r.c.internalURL(b)
+	base, ok := r.c.InternalURL(b)
 	if !ok {
 		return fmt.Errorf("no address for %s", b)
 	}
@@ -878,8 +880,7 @@ func (r *replicator) send(ctx context.Context, b string, parts []uint16, phase i
 		return err
 	}
 	req.Header.Set("Content-Type", "application/x-crawlnode-replica")
-	r.c.authorize(req)
-	resp, err := r.c.client.Do(req)
+	resp, err := r.c.Do(req)
 	pr.CloseWithError(errors.New("request over"))
 	<-encDone // the encoder is free again, and versions complete
 	if err != nil {
@@ -1141,7 +1142,7 @@ func (r *replicator) apply(br *bufio.Reader) (replicaAnswer, error) {
 			// No slot: a delta without a copy here (asked for a full one below), or a
 			// full copy with every slot taken (refused, the partitions still apply).
 			if slot, accept = r.outboxSlotFor(source, since == 0); !accept && since == 0 && r.c != nil {
-				r.c.log.Warn("replica: no room for another outbox copy; refused", "source", source, "kept", maxOutboxCopies)
+				r.log.Warn("replica: no room for another outbox copy; refused", "source", source, "kept", maxOutboxCopies)
 			}
 		}
 		meta, _ := r.meta(slot)
@@ -1288,11 +1289,11 @@ const replicaStaleAfter = 10 * time.Minute
 // copies nobody needs.
 func (r *replicator) promote(ctx context.Context) {
 	c := r.c
-	if !c.ctl.InContact() {
+	if !c.InContact() {
 		return
 	}
 	states := map[string]gossip.Member{}
-	for _, m := range c.g.Members() {
+	for _, m := range c.Members() {
 		states[m.Name] = m
 	}
 	r.mu.Lock()
@@ -1307,7 +1308,7 @@ func (r *replicator) promote(ctx context.Context) {
 			r.promoteOutbox(p, states, full)
 			continue
 		}
-		owner, _ := c.ownerOf(p)
+		owner, _ := c.OwnerOf(p)
 		if owner == source && !full {
 			continue // the usual case: nothing to do, and no Badger read
 		}
@@ -1335,7 +1336,7 @@ func (r *replicator) promote(ctx context.Context) {
 		}
 		if err := r.importCopy(ctx, p, m); err != nil {
 			if ctx.Err() == nil {
-				c.log.Warn("replica: promotion failed; will retry", "partition", p, "source", m.Source, "err", err)
+				r.log.Warn("replica: promotion failed; will retry", "partition", p, "source", m.Source, "err", err)
 			}
 			continue
 		}
@@ -1359,11 +1360,11 @@ func (r *replicator) promoteOutbox(slot uint16, states map[string]gossip.Member,
 		}
 		return
 	}
-	if registered(c.tab.Load(), m.Source) && !(known && src.Status == gossip.StatusLeft) {
+	if c.Registered(m.Source) && !(known && src.Status == gossip.StatusLeft) {
 		return // within the grace period: it may come back with its outbox
 	}
 	var links []forward.Link
-	err := c.n.db.View(func(txn *badger.Txn) error {
+	err := r.db.View(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: replicaPrefix(slot)})
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
@@ -1374,7 +1375,7 @@ func (r *replicator) promoteOutbox(slot uint16, states map[string]gossip.Member,
 			if err := it.Item().Value(func(v []byte) error {
 				ls, err := forward.EntryLinks(v)
 				if err != nil {
-					c.log.Warn("replica: bad outbox entry in a copy; skipped", "source", m.Source, "err", err)
+					r.log.Warn("replica: bad outbox entry in a copy; skipped", "source", m.Source, "err", err)
 					return nil
 				}
 				links = append(links, ls...)
@@ -1386,13 +1387,13 @@ func (r *replicator) promoteOutbox(slot uint16, states map[string]gossip.Member,
 		return nil
 	})
 	if err != nil {
-		c.log.Warn("replica: reading an outbox copy failed; will retry", "source", m.Source, "err", err)
+		r.log.Warn("replica: reading an outbox copy failed; will retry", "source", m.Source, "err", err)
 		return
 	}
 	for len(links) > 0 {
 		n := min(len(links), 1000)
-		if err := c.out.Add(links[:n]); err != nil {
-			c.log.Warn("replica: queueing an outbox copy failed; will retry", "source", m.Source, "err", err)
+		if err := c.Outbox().Add(links[:n]); err != nil {
+			r.log.Warn("replica: queueing an outbox copy failed; will retry", "source", m.Source, "err", err)
 			return
 		}
 		links = links[n:]
@@ -1402,19 +1403,19 @@ func (r *replicator) promoteOutbox(slot uint16, states map[string]gossip.Member,
 	}
 	r.releaseOutboxSlot(slot)
 	r.promoted.Add(1)
-	c.log.Warn("replica: a lost node's unsent links are queued here", "source", m.Source)
+	r.log.Warn("replica: a lost node's unsent links are queued here", "source", m.Source)
 }
 
 func (r *replicator) drop(p uint16, why string) {
 	if err := r.clear(p); err != nil {
-		r.c.log.Warn("replica: drop failed", "partition", p, "err", err)
+		r.log.Warn("replica: drop failed", "partition", p, "err", err)
 		return
 	}
 	if isOutboxSlot(p) {
 		r.releaseOutboxSlot(p)
 	}
 	r.dropped.Add(1)
-	r.c.log.Debug("replica dropped", "partition", p, "why", why)
+	r.log.Debug("replica dropped", "partition", p, "why", why)
 }
 
 // importCopy merges p's copy into the local frontier, then deletes it. If this node
@@ -1422,13 +1423,13 @@ func (r *replicator) drop(p uint16, why string) {
 // does, the sweep ships the merged partition to it.
 func (r *replicator) importCopy(ctx context.Context, p uint16, m replicaMeta) error {
 	c := r.c
-	if owner, _ := c.ownerOf(p); owner == c.self {
-		if err := c.acquire(ctx, p, false, 15*time.Second); err != nil {
+	if owner, _ := c.OwnerOf(p); owner == c.Self() {
+		if err := c.Acquire(ctx, p, false, 15*time.Second); err != nil {
 			return err
 		}
-		defer c.release(p, false)
+		defer c.Release(p, false)
 	}
-	st, err := r.importInto(c.n.front, p)
+	st, err := r.importInto(r.front, p)
 	if err != nil {
 		return err
 	}
@@ -1436,7 +1437,7 @@ func (r *replicator) importCopy(ctx context.Context, p uint16, m replicaMeta) er
 		return err
 	}
 	r.promoted.Add(1)
-	c.log.Warn("replica promoted: a lost node's partition goes on from its copy", "partition", p, "source", m.Source,
+	r.log.Warn("replica promoted: a lost node's partition goes on from its copy", "partition", p, "source", m.Source,
 		"copy_age", time.Since(m.At).Round(time.Millisecond).String(), "records", st.Records, "queued", st.Queued+st.Retries, "seen_new", st.SeenNew)
 	return nil
 }
@@ -1482,6 +1483,9 @@ type ReplicaStats struct {
 	// OutboxCopies lists the nodes whose outbox is copied here.
 	OutboxCopies []string `json:"outbox_copies"`
 }
+
+// NoteUncopied counts forwarded links acknowledged before a copy held them.
+func (r *replicator) NoteUncopied() { r.ackUncopied.Add(1) }
 
 func (r *replicator) stats() ReplicaStats {
 	st := ReplicaStats{

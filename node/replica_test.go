@@ -504,7 +504,7 @@ func TestReplicaAckWaitsForTheCopy(t *testing.T) {
 	}
 	committed := time.Now()
 	res := make(chan bool, 1)
-	go func() { res <- snd.waitCopied(context.Background(), []uint16{p}, committed) }()
+	go func() { res <- snd.WaitCopied(context.Background(), []uint16{p}, committed) }()
 	select {
 	case <-snd.kick:
 	case <-time.After(5 * time.Second):
@@ -535,7 +535,7 @@ func TestReplicaAckWaitsForTheCopy(t *testing.T) {
 	}
 
 	// A partition without a backup is not waited for.
-	if !snd.waitCopied(context.Background(), []uint16{p + 1}, time.Now()) {
+	if !snd.WaitCopied(context.Background(), []uint16{p + 1}, time.Now()) {
 		t.Fatal("waited for a partition without a backup")
 	}
 }

@@ -1,42 +1,4 @@
-package node
-
-// The cluster layer: how one node takes part in a crawl with its peers.
-//
-//	memberlist (gossip/) ──alive members, their state──▶ ring (ring/) ──▶ who should own p
-//	Raft (control/) ── lease table p -> (owner, epoch), job config, member registry
-//	     │
-//	     ├─ fence: a partition is fetched only while Owns(p) (lease + recent leader
-//	     │  contact) and no handoff holds it; otherwise it is paused in the frontier
-//	     ├─ route: a discovered link goes to frontier.Add when this node holds its
-//	     │  partition's lease, else to the durable outbox (forward/), which ships it to
-//	     │  the lease holder
-//	     ├─ handoff: a partition whose ring owner is another live node is paused, drained,
-//	     │  streamed (snapshot/) to it, its lease moved (AssignLeases, epoch+1), the rest
-//	     │  streamed again, then dropped here
-//	     └─ leader: registers members (Reconcile), assigns unowned partitions, forces the
-//	        leases of a member dead longer than the grace period onto the ring's owners
-//
-// Decisions where the design is silent:
-//   - The ring's members are the Raft registry's members minus those that announce
-//     draining or left: a node that stops (restart, crash) stays in the ring and keeps its
-//     leases until the leader has seen it dead for Grace; then it is removed and its
-//     partitions are forced to the ring's next owners (without replicas its queued work is
-//     lost with it; replication is a separate feature).
-//   - A node that runs alone (no --join, no --bootstrap-expect) is a cluster of one on
-//     ephemeral gossip and Raft ports: the same code path, leases and all.
-//   - Known peers' gossip addresses are kept in DIR/peers.json, so a restarted node
-//     rejoins without --join.
-//   - The job's pause flag and blocked domains live in the Raft job configuration; every
-//     node copies them into its local operator state as they change.
-//   - Done (for --exit-when-done) is decided by each node: every registered member alive
-//     and idle (empty frontier, nothing in flight, empty outbox, no handoff, nothing held
-//     for another owner) in two consecutive rounds a second apart, with every partition
-//     leased and at least one member seeded (given seeds, or holding seen URLs): a
-//     cluster started without seeds waits for them rather than calling an empty crawl
-//     done. A node that decided keeps answering "done" for a few seconds before it
-//     exits, and a node that hears "done" from a peer is done too.
-//   - Internal node-to-node calls are plain HTTP on the API address under /internal/,
-//     carrying the API token when one is set.
+package cluster
 
 import (
 	"context"
@@ -46,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -62,9 +23,12 @@ import (
 	"github.com/crawlnode/crawlnode/ring"
 )
 
-// ClusterConfig says how a node finds and joins its peers. The zero value is a cluster of
+// ErrBadConfig is returned by New for a Config that cannot work.
+var ErrBadConfig = errors.New("bad configuration")
+
+// Config says how a node finds and joins its peers. The zero value is a cluster of
 // one on ephemeral loopback ports.
-type ClusterConfig struct {
+type Config struct {
 	// BindAddr is memberlist's ip:port (TCP and UDP). Default "127.0.0.1:0" (a free port:
 	// fine alone, useless for peers, who need a known address).
 	BindAddr string
@@ -86,12 +50,13 @@ type ClusterConfig struct {
 	// dead node's partitions sooner.
 	Grace time.Duration
 	// ReplicaInterval is how often each held partition's changes are copied to its backup
-	// node (see replica.go). Default 1s; negative: no replicas (a node lost for good
+	// node (package replica). Default 1s; negative: no replicas (a node lost for good
 	// loses what it held).
 	ReplicaInterval time.Duration
 }
 
-func (c *ClusterConfig) setDefaults() {
+// SetDefaults fills the zero fields with their defaults.
+func (c *Config) SetDefaults() {
 	if c.BindAddr == "" {
 		c.BindAddr = "127.0.0.1:0"
 	}
@@ -119,7 +84,8 @@ func (c *ClusterConfig) setDefaults() {
 	}
 }
 
-func (c *ClusterConfig) validate() error {
+// Validate checks a defaulted Config; its errors wrap ErrBadConfig.
+func (c *Config) Validate() error {
 	for _, a := range append([]string{c.BindAddr, c.RaftAddr}, c.Join...) {
 		if _, _, err := net.SplitHostPort(a); err != nil {
 			return fmt.Errorf("%w: address %q: want host:port", ErrBadConfig, a)
@@ -141,12 +107,6 @@ func (c *ClusterConfig) validate() error {
 	return nil
 }
 
-// Version is the build's version as nodes gossip it.
-const Version = "0.2.0"
-
-// dataFormat is the on-disk and wire format version nodes gossip.
-const dataFormat = 1
-
 // table is the node's copy of the lease table and job config, refreshed from the local
 // Raft FSM; routing reads it without locks.
 type table struct {
@@ -157,9 +117,12 @@ type table struct {
 }
 
 // cluster is one node's membership in the crawl cluster.
-type cluster struct {
-	n      *Node
-	cfg    ClusterConfig
+type Cluster struct {
+	cfg    Config
+	deps   Deps
+	front  Frontier
+	host   Host
+	token  string
 	log    *slog.Logger
 	g      *gossip.Gossip
 	ctl    *control.Control
@@ -170,9 +133,9 @@ type cluster struct {
 	tab atomic.Pointer[table]
 
 	ringMu  sync.Mutex
-	ring    ringCache // ringNow's
-	altRing ringCache // ringOf's
-	repl    *replicator
+	ring    ringCache // Ring's
+	altRing ringCache // RingOf's
+	repl    Replication
 
 	// routeMu orders local frontier adds (read side: route, forward receive, outbox
 	// Local) against the start of a handoff (write side), so that no add decided on the
@@ -223,14 +186,18 @@ type cluster struct {
 	wg sync.WaitGroup
 }
 
-func newCluster(n *Node, cfg ClusterConfig) (*cluster, error) {
-	cfg.setDefaults()
-	if err := cfg.validate(); err != nil {
+// New builds a node's cluster membership; Start joins the cluster.
+func New(cfg Config, d Deps) (*Cluster, error) {
+	cfg.SetDefaults()
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	c := &cluster{
-		n: n, cfg: cfg, self: n.dir.Node,
-		log:       n.cfg.Logger.With("component", "cluster", "node", n.dir.Node),
+	if d.Logger == nil {
+		d.Logger = slog.Default()
+	}
+	c := &Cluster{
+		cfg: cfg, deps: d, front: d.Frontier, host: d.Host, token: d.APIToken, self: d.Self,
+		log:       d.Logger.With("component", "cluster", "node", d.Self),
 		client:    &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 8, IdleConnTimeout: 30 * time.Second}},
 		handing:   map[uint16]bool{},
 		received:  map[uint16]time.Time{},
@@ -242,12 +209,12 @@ func newCluster(n *Node, cfg ClusterConfig) (*cluster, error) {
 	c.tab.Store(&table{})
 	c.localSet.Store(&[ring.PartitionCount]bool{})
 	out, err := forward.New(forward.Config{
-		DB:      n.db,
+		DB:      d.DB,
 		Self:    c.self,
 		OwnerOf: c.outboxOwner,
-		Send:    forward.HTTPSender(c.client, c.internalURL),
+		Send:    forward.HTTPSender(c.client, c.InternalURL),
 		Local:   c.localLinks,
-		Logger:  n.cfg.Logger,
+		Logger:  d.Logger,
 		SendInterval: func() time.Duration {
 			if cfg.Profile == gossip.ProfileTest {
 				return 100 * time.Millisecond
@@ -261,28 +228,32 @@ func newCluster(n *Node, cfg ClusterConfig) (*cluster, error) {
 		return nil, fmt.Errorf("open outbox: %w", err)
 	}
 	c.out = out
-	c.repl = newReplicator(c, cfg.ReplicaInterval)
+	if d.NewReplication != nil {
+		c.repl = d.NewReplication(c, cfg.ReplicaInterval)
+	} else {
+		c.repl = noReplication{}
+	}
 	return c, nil
 }
 
-// start joins the cluster: gossip, Raft, the outbox sender and the maintenance loop.
+// Start joins the cluster: gossip, Raft, the outbox sender and the maintenance loop.
 // httpAddr is the API's bound address (peers forward links and streams to it).
-func (c *cluster) start(ctx context.Context, httpAddr string) error {
+func (c *Cluster) Start(ctx context.Context, httpAddr string) error {
 	// Nothing is fetched before the lease table says so.
 	c.mu.Lock()
 	for p := range ring.PartitionCount {
-		c.n.front.PausePartition(uint16(p))
+		c.front.PausePartition(uint16(p))
 		c.fenced[p] = true
 	}
 	c.mu.Unlock()
 
-	libLog := slog.New(newQuietLibs(c.n.cfg.Logger.Handler()))
+	libLog := slog.New(newQuietLibs(c.deps.Logger.Handler()))
 	g, err := gossip.New(gossip.Config{
 		Name:          c.self,
 		BindAddr:      c.cfg.BindAddr,
 		AdvertiseAddr: c.cfg.AdvertiseAddr,
 		Profile:       c.cfg.Profile,
-		Meta:          gossip.Meta{State: gossip.StateJoining, Version: Version, DataFormat: dataFormat},
+		Meta:          gossip.Meta{State: gossip.StateJoining, Version: c.deps.Version, DataFormat: c.deps.DataFormat},
 		Logger:        libLog,
 	})
 	if err != nil {
@@ -301,7 +272,7 @@ func (c *cluster) start(ctx context.Context, httpAddr string) error {
 		RaftBindAddr:    raftBind,
 		RaftAdvertise:   raftAdv,
 		HTTPAddr:        httpAdv,
-		DataDir:         filepath.Join(c.n.dir.Path, "control"),
+		DataDir:         filepath.Join(c.deps.DataDir, "control"),
 		BootstrapExpect: c.cfg.BootstrapExpect,
 		Profile:         c.cfg.Profile,
 		Logger:          libLog,
@@ -320,7 +291,7 @@ func (c *cluster) start(ctx context.Context, httpAddr string) error {
 	if raftAdv == "" && raftAddr == "" {
 		raftAddr = raftBind
 	}
-	if err := g.SetMeta(gossip.Meta{HTTPAddr: httpAdv, RaftAddr: raftAddr, State: gossip.StateJoining, Version: Version, DataFormat: dataFormat}); err != nil && !errors.Is(err, gossip.ErrUpdateTimeout) {
+	if err := g.SetMeta(gossip.Meta{HTTPAddr: httpAdv, RaftAddr: raftAddr, State: gossip.StateJoining, Version: c.deps.Version, DataFormat: c.deps.DataFormat}); err != nil && !errors.Is(err, gossip.ErrUpdateTimeout) {
 		return fmt.Errorf("gossip: %w", err)
 	}
 	c.wg.Add(1)
@@ -347,13 +318,13 @@ func (c *cluster) start(ctx context.Context, httpAddr string) error {
 	c.wg.Add(1)
 	go func() { defer c.wg.Done(); c.loop(ctx) }()
 	c.wg.Add(1)
-	go func() { defer c.wg.Done(); c.repl.run(ctx) }()
+	go func() { defer c.wg.Done(); c.repl.Run(ctx) }()
 	c.started.Store(true)
 	return nil
 }
 
-// shutdown stops the outbox, Raft and gossip (without leaving: a restart keeps the leases).
-func (c *cluster) shutdown() {
+// Shutdown stops the outbox, Raft and gossip (without leaving: a restart keeps the leases).
+func (c *Cluster) Shutdown() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if c.out != nil {
@@ -391,7 +362,7 @@ func advertised(addr, host string) string {
 }
 
 // loop is the cluster's maintenance: refresh the table, fence, lead, hand off, sweep.
-func (c *cluster) loop(ctx context.Context) {
+func (c *Cluster) loop(ctx context.Context) {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	slow := time.NewTicker(time.Second)
@@ -406,9 +377,9 @@ func (c *cluster) loop(ctx context.Context) {
 			if !ok {
 				events = nil
 			}
-			c.refresh()
+			c.Refresh()
 		case <-tick.C:
-			c.refresh()
+			c.Refresh()
 			c.checkSync(ctx)
 			c.fence()
 			// A new leader does its upkeep at once rather than at the next slow tick: a
@@ -426,7 +397,7 @@ func (c *cluster) loop(ctx context.Context) {
 				c.lead()
 			}
 			c.announce()
-			c.syncJob()
+			c.SyncJob()
 			c.sweep(ctx)
 			c.savePeers()
 			c.rejoin(ctx)
@@ -435,8 +406,8 @@ func (c *cluster) loop(ctx context.Context) {
 	}
 }
 
-// refresh copies the local FSM state into the routing table.
-func (c *cluster) refresh() {
+// Refresh copies the local FSM state into the routing table.
+func (c *Cluster) Refresh() {
 	st := c.ctl.State()
 	if cur := c.tab.Load(); cur != nil && cur.index == st.Index && st.Index != 0 {
 		return
@@ -462,7 +433,7 @@ func (c *cluster) refresh() {
 // lost and came back between two checks), and starts a catch-up when in contact and not
 // synced. A short election does not count: no lease moves away from a node without its
 // own handoff or its removal, which takes the grace period (longer than a lease time).
-func (c *cluster) checkSync(ctx context.Context) {
+func (c *Cluster) checkSync(ctx context.Context) {
 	lc := c.ctl.LastContact()
 	gap := !c.syncLC.IsZero() && !lc.IsZero() && lc.Sub(c.syncLC) >= c.ctl.LeaseTimeout()
 	if !c.ctl.InContact() || gap {
@@ -489,7 +460,7 @@ func (c *cluster) checkSync(ctx context.Context) {
 			}
 		}
 		if c.ctl.InContact() {
-			c.refresh()
+			c.Refresh()
 			c.synced.Store(true)
 		}
 	}()
@@ -497,7 +468,7 @@ func (c *cluster) checkSync(ctx context.Context) {
 
 // leaderIndex is the leader's applied index after a barrier (asked over HTTP when the
 // leader is another node).
-func (c *cluster) leaderIndex(ctx context.Context) (uint64, error) {
+func (c *Cluster) leaderIndex(ctx context.Context) (uint64, error) {
 	if c.ctl.IsLeader() {
 		return c.ctl.LeaderIndex(5 * time.Second)
 	}
@@ -510,14 +481,14 @@ func (c *cluster) leaderIndex(ctx context.Context) (uint64, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	if err := c.get(ctx, "http://"+addr+"/internal/v1/raft/index", &out); err != nil {
+	if err := c.Get(ctx, "http://"+addr+"/internal/v1/raft/index", &out); err != nil {
 		return 0, err
 	}
 	return out.Index, nil
 }
 
 // owns reports whether this node holds p's lease, is in contact and in sync.
-func (c *cluster) owns(p uint16) bool {
+func (c *Cluster) owns(p uint16) bool {
 	if !c.synced.Load() {
 		return false
 	}
@@ -525,8 +496,8 @@ func (c *cluster) owns(p uint16) bool {
 	return ok
 }
 
-// mayFetch reports whether this node may fetch partition p now.
-func (c *cluster) mayFetch(p uint16) bool {
+// MayFetch reports whether this node may fetch partition p now.
+func (c *Cluster) MayFetch(p uint16) bool {
 	if !c.owns(p) {
 		return false
 	}
@@ -536,17 +507,17 @@ func (c *cluster) mayFetch(p uint16) bool {
 }
 
 // fence pauses the partitions this node may not fetch and resumes the others.
-func (c *cluster) fence() {
-	blocked := c.repl.blocked()
+func (c *Cluster) fence() {
+	blocked := c.repl.Blocked()
 	for p := range ring.PartitionCount {
 		owns := c.owns(uint16(p))
 		c.mu.Lock()
 		want := owns && c.hold[p] == 0 && !blocked[uint16(p)]
 		if want && c.fenced[p] {
-			c.n.front.ResumePartition(uint16(p))
+			c.front.ResumePartition(uint16(p))
 			c.fenced[p] = false
 		} else if !want && !c.fenced[p] {
-			c.n.front.PausePartition(uint16(p))
+			c.front.PausePartition(uint16(p))
 			c.fenced[p] = true
 		}
 		c.mu.Unlock()
@@ -556,11 +527,11 @@ func (c *cluster) fence() {
 // errBusy: the partition is being handed off or imported already.
 var errBusy = errors.New("partition busy")
 
-// acquire holds partition p: no fetching, links of p go to the outbox, and it waits until
+// Acquire holds partition p: no fetching, links of p go to the outbox, and it waits until
 // p's leases in flight are back. For a handoff (exclusive) it refuses while another
 // handoff or import holds p; an import refuses only while a handoff runs. Taking routeMu
 // for writing makes every local add that decided before the hold finish first.
-func (c *cluster) acquire(ctx context.Context, p uint16, exclusive bool, wait time.Duration) error {
+func (c *Cluster) Acquire(ctx context.Context, p uint16, exclusive bool, wait time.Duration) error {
 	c.routeMu.Lock()
 	c.mu.Lock()
 	if c.handing[p] || (exclusive && c.hold[p] > 0) {
@@ -574,23 +545,23 @@ func (c *cluster) acquire(ctx context.Context, p uint16, exclusive bool, wait ti
 	c.hold[p]++
 	c.recomputeLocalLocked()
 	if !c.fenced[p] {
-		c.n.front.PausePartition(p)
+		c.front.PausePartition(p)
 		c.fenced[p] = true
 	}
 	c.mu.Unlock()
 	c.routeMu.Unlock()
 	deadline := time.Now().Add(wait)
-	for c.n.front.InFlight(p) > 0 {
+	for c.front.InFlight(p) > 0 {
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			c.release(p, exclusive)
-			return fmt.Errorf("partition %d still has %d fetches in flight", p, c.n.front.InFlight(p))
+			c.Release(p, exclusive)
+			return fmt.Errorf("partition %d still has %d fetches in flight", p, c.front.InFlight(p))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	return nil
 }
 
-func (c *cluster) release(p uint16, exclusive bool) {
+func (c *Cluster) Release(p uint16, exclusive bool) {
 	c.mu.Lock()
 	if exclusive {
 		delete(c.handing, p)
@@ -600,19 +571,19 @@ func (c *cluster) release(p uint16, exclusive bool) {
 	c.mu.Unlock()
 }
 
-// ownerOf is the lease holder of p as this node last heard it.
-func (c *cluster) ownerOf(p uint16) (string, uint64) {
+// OwnerOf is the lease holder of p as this node last heard it.
+func (c *Cluster) OwnerOf(p uint16) (string, uint64) {
 	l := c.tab.Load().leases[p]
 	return l.Owner, l.Epoch
 }
 
-// holdsLocal reports whether links of p go straight into the local frontier: this node
+// HoldsLocal reports whether links of p go straight into the local frontier: this node
 // holds p's lease and no handoff or import holds p. Lock-free; callers that add to the
 // frontier on its answer hold routeMu for reading.
-func (c *cluster) holdsLocal(p uint16) bool { return c.localSet.Load()[p] }
+func (c *Cluster) HoldsLocal(p uint16) bool { return c.localSet.Load()[p] }
 
 // recomputeLocalLocked rebuilds localSet; callers hold mu.
-func (c *cluster) recomputeLocalLocked() {
+func (c *Cluster) recomputeLocalLocked() {
 	t := c.tab.Load()
 	var set [ring.PartitionCount]bool
 	for p := range set {
@@ -623,12 +594,12 @@ func (c *cluster) recomputeLocalLocked() {
 
 // outboxOwner is the outbox's OwnerOf: the lease holder, except that a partition held
 // here for a handoff waits.
-func (c *cluster) outboxOwner(p uint16) (string, uint64, bool) {
-	owner, epoch := c.ownerOf(p)
+func (c *Cluster) outboxOwner(p uint16) (string, uint64, bool) {
+	owner, epoch := c.OwnerOf(p)
 	if owner == "" {
 		return "", 0, false
 	}
-	if owner == c.self && !c.holdsLocal(p) {
+	if owner == c.self && !c.HoldsLocal(p) {
 		return "", 0, false
 	}
 	return owner, epoch, true
@@ -637,15 +608,15 @@ func (c *cluster) outboxOwner(p uint16) (string, uint64, bool) {
 // localLinks is the outbox's Local: links of partitions this node holds now. Links of a
 // partition a handoff took meanwhile stay in the outbox (an error keeps them) and follow
 // the lease.
-func (c *cluster) localLinks(links []forward.Link) error {
+func (c *Cluster) localLinks(links []forward.Link) error {
 	c.routeMu.RLock()
 	defer c.routeMu.RUnlock()
 	for _, l := range links {
-		if p, ok := forward.PartitionOfURL(l.URL); ok && !c.holdsLocal(p) {
+		if p, ok := forward.PartitionOfURL(l.URL); ok && !c.HoldsLocal(p) {
 			return fmt.Errorf("partition %d is not held here any more", p)
 		}
 	}
-	_, err := c.n.front.Add(linksToCandidates(links))
+	_, err := c.front.Add(linksToCandidates(links))
 	return err
 }
 
@@ -657,8 +628,8 @@ func linksToCandidates(links []forward.Link) []frontier.Candidate {
 	return cands
 }
 
-// internalURL is the forward sender's peer address book.
-func (c *cluster) internalURL(peer string) (string, bool) {
+// InternalURL is the forward sender's peer address book.
+func (c *Cluster) InternalURL(peer string) (string, bool) {
 	for _, m := range c.g.Members() {
 		if m.Name == peer && m.Status == gossip.StatusAlive && m.Meta.HTTPAddr != "" {
 			return "http://" + m.Meta.HTTPAddr, true
@@ -670,8 +641,8 @@ func (c *cluster) internalURL(peer string) (string, bool) {
 	return "", false
 }
 
-// aliveMembers returns gossip's alive members by name.
-func (c *cluster) aliveMembers() map[string]gossip.Member {
+// Alive returns gossip's alive members by name.
+func (c *Cluster) Alive() map[string]gossip.Member {
 	out := map[string]gossip.Member{}
 	for _, m := range c.g.Alive() {
 		out[m.Name] = m
@@ -679,8 +650,8 @@ func (c *cluster) aliveMembers() map[string]gossip.Member {
 	return out
 }
 
-// ringNow builds the ring over the registered members that are not draining or gone.
-func (c *cluster) ringNow() *ring.Ring {
+// Ring builds the ring over the registered members that are not draining or gone.
+func (c *Cluster) Ring() *ring.Ring {
 	t := c.tab.Load()
 	states := map[string]gossip.Member{}
 	for _, m := range c.g.Members() {
@@ -700,9 +671,9 @@ func (c *cluster) ringNow() *ring.Ring {
 	return c.cachedRing(&c.ring, names)
 }
 
-// ringOf builds the ring over names, with every node's ring shape (cached apart from
-// ringNow's: the ring without this node, for replicas).
-func (c *cluster) ringOf(names []string) *ring.Ring {
+// RingOf builds the ring over names, with every node's ring shape (cached apart from
+// Ring's: the ring without this node, for replicas).
+func (c *Cluster) RingOf(names []string) *ring.Ring {
 	return c.cachedRing(&c.altRing, slices.Clone(names))
 }
 
@@ -713,7 +684,7 @@ type ringCache struct {
 }
 
 // cachedRing returns the ring over names (sorted in place), rebuilt only when they change.
-func (c *cluster) cachedRing(rc *ringCache, names []string) *ring.Ring {
+func (c *Cluster) cachedRing(rc *ringCache, names []string) *ring.Ring {
 	slices.Sort(names)
 	key := strings.Join(names, "\x00")
 	c.ringMu.Lock()
@@ -730,58 +701,9 @@ func (c *cluster) cachedRing(rc *ringCache, names []string) *ring.Ring {
 // of the partitions), at the cost of a few more partitions moving on a change.
 var ringConfig = ring.Config{ReplicationFactor: 200, Load: 1.1}
 
-// bootstrap forms the Raft group once BootstrapExpect members gossip.
-func (c *cluster) bootstrap() {
-	if c.cfg.BootstrapExpect <= 1 {
-		return
-	}
-	if name, _ := c.ctl.Leader(); name != "" {
-		return
-	}
-	alive := c.g.Alive()
-	if len(alive) < c.cfg.BootstrapExpect {
-		return
-	}
-	peers := make([]control.Peer, 0, len(alive))
-	for _, m := range alive {
-		if m.Meta.RaftAddr == "" {
-			return
-		}
-		peers = append(peers, control.Peer{Name: m.Name, RaftAddr: m.Meta.RaftAddr, HTTPAddr: m.Meta.HTTPAddr})
-	}
-	if ok, err := c.ctl.Bootstrap(peers); err != nil {
-		c.log.Warn("bootstrap", "err", err)
-	} else if ok {
-		c.log.Info("bootstrapped the Raft group", "members", len(peers))
-	}
-}
-
-// announce moves the gossiped state: joining until registered, then active; draining
-// while leaving.
-func (c *cluster) announce() {
-	want := gossip.StateJoining
-	if _, ok := c.tab.Load().members[c.self]; ok {
-		want = gossip.StateActive
-	}
-	if c.leaving.Load() {
-		want = gossip.StateDraining
-	}
-	if c.state.Load().(gossip.State) == want {
-		return
-	}
-	m := c.g.Local().Meta
-	m.State = want
-	if err := c.g.SetMeta(m); err != nil && !errors.Is(err, gossip.ErrUpdateTimeout) {
-		c.log.Warn("announce state", "state", want, "err", err)
-		return
-	}
-	c.state.Store(want)
-	c.log.Info("state", "state", want)
-}
-
 // lead is the leader's upkeep: members, unowned partitions, the dead.
-func (c *cluster) lead() {
-	alive := c.aliveMembers()
+func (c *Cluster) lead() {
+	alive := c.Alive()
 	peers := make([]control.Peer, 0, len(alive))
 	for _, m := range alive {
 		if m.Meta.RaftAddr == "" || m.Meta.State == gossip.StateLeft {
@@ -793,7 +715,7 @@ func (c *cluster) lead() {
 		c.log.Warn("reconcile", "err", err)
 		return
 	}
-	c.refresh()
+	c.Refresh()
 	t := c.tab.Load()
 	now := time.Now()
 	// Members gone past the grace period (or gone after a decommission) leave the registry.
@@ -833,10 +755,10 @@ func (c *cluster) lead() {
 		}
 	}
 	if removed {
-		c.refresh()
+		c.Refresh()
 		t = c.tab.Load()
 	}
-	r := c.ringNow()
+	r := c.Ring()
 	var assign []control.LeaseMove
 	var force []control.ForcedMove
 	for p, l := range t.leases {
@@ -872,7 +794,7 @@ func (c *cluster) lead() {
 		}
 	}
 	if len(assign)+len(force) > 0 {
-		c.refresh()
+		c.Refresh()
 	}
 }
 
@@ -881,38 +803,38 @@ func registered(t *table, name string) bool {
 	return ok
 }
 
-// syncJob copies the Raft job configuration's pause flag and blocked domains into the
+// SyncJob copies the Raft job configuration's pause flag and blocked domains into the
 // node's operator state.
-func (c *cluster) syncJob() {
+func (c *Cluster) SyncJob() {
 	t := c.tab.Load()
 	if t.config.Version == 0 {
 		return
 	}
-	c.n.applyJob(t.config.Paused, t.config.BlockedDomains)
+	c.host.ApplyJob(t.config.Paused, t.config.BlockedDomains)
 	if c.jobVersion.Swap(t.config.Version) != t.config.Version {
-		c.n.applyJobSettings(t.config)
+		c.host.ApplyJobSettings(t.config)
 	}
 }
 
-// applyJobCommand commits a job configuration change (pause, block...) through the leader.
-func (c *cluster) applyJobCommand(cmd control.Command) error {
+// ApplyJobCommand commits a job configuration change (pause, block...) through the leader.
+func (c *Cluster) ApplyJobCommand(cmd control.Command) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	res, err := c.apply(ctx, cmd)
+	res, err := c.Apply(ctx, cmd)
 	if err != nil {
 		return fmt.Errorf("cluster job configuration: %w", err)
 	}
 	if res.Code != "" {
 		return fmt.Errorf("cluster job configuration: %s", res.Error)
 	}
-	c.refresh()
+	c.Refresh()
 	return nil
 }
 
 // --- leader calls from any node ---
 
-// applyResult is the internal wire form of a Raft command's outcome.
-type applyResult struct {
+// ApplyResult is the internal wire form of a Raft command's outcome.
+type ApplyResult struct {
 	Code      string                   `json:"code,omitempty"`
 	Error     string                   `json:"error,omitempty"`
 	Conflicts []control.PartitionLease `json:"conflicts,omitempty"`
@@ -923,32 +845,32 @@ type applyResult struct {
 
 var errLeaseConflict = errors.New("lease conflict")
 
-// apply runs cmd on the leader: here, or over HTTP on the leader's internal endpoint.
-func (c *cluster) apply(ctx context.Context, cmd control.Command) (applyResult, error) {
+// Apply runs cmd on the leader: here, or over HTTP on the leader's internal endpoint.
+func (c *Cluster) Apply(ctx context.Context, cmd control.Command) (ApplyResult, error) {
 	res, err := c.ctl.Apply(cmd)
 	if err == nil {
 		return toApplyResult(res), nil
 	}
 	var nle *control.NotLeaderError
 	if !errors.As(err, &nle) {
-		return applyResult{}, err
+		return ApplyResult{}, err
 	}
 	if nle.LeaderHTTP == "" {
-		return applyResult{}, fmt.Errorf("no leader known: %w", err)
+		return ApplyResult{}, fmt.Errorf("no leader known: %w", err)
 	}
 	body, err := control.Encode(cmd)
 	if err != nil {
-		return applyResult{}, err
+		return ApplyResult{}, err
 	}
-	var out applyResult
+	var out ApplyResult
 	if err := c.post(ctx, "http://"+nle.LeaderHTTP+"/internal/v1/raft/apply", "application/octet-stream", body, &out); err != nil {
-		return applyResult{}, err
+		return ApplyResult{}, err
 	}
 	return out, nil
 }
 
-func toApplyResult(res control.Result) applyResult {
-	out := applyResult{Changed: res.Changed, Conflicts: res.Conflicts, ConfigVersion: res.ConfigVersion}
+func toApplyResult(res control.Result) ApplyResult {
+	out := ApplyResult{Changed: res.Changed, Conflicts: res.Conflicts, ConfigVersion: res.ConfigVersion}
 	if res.Err != nil {
 		out.Error = res.Err.Error()
 		switch {
@@ -966,7 +888,7 @@ func toApplyResult(res control.Result) applyResult {
 }
 
 // post sends an internal request and decodes a JSON answer into out (if not nil).
-func (c *cluster) post(ctx context.Context, url, ctype string, body []byte, out any) error {
+func (c *Cluster) post(ctx context.Context, url, ctype string, body []byte, out any) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytesReader(body))
 	if err != nil {
 		return err
@@ -991,75 +913,8 @@ func (c *cluster) post(ctx context.Context, url, ctype string, body []byte, out 
 	return nil
 }
 
-func (c *cluster) authorize(req *http.Request) {
-	if c.n.cfg.APIToken != "" {
-		req.Header.Set("Authorization", "Bearer "+c.n.cfg.APIToken)
-	}
-}
-
-// rejoin asks gossip to join again the registered members it lost (dead, not left),
-// every few seconds: after a network partition heals, neither side gossips with the
-// members it declared dead, so without this the halves would stay apart (the majority
-// removes the others from the registry after the grace period, but they still list it).
-func (c *cluster) rejoin(ctx context.Context) {
-	if time.Since(c.lastRejoin) < 5*time.Second || c.rejoining.Load() {
-		return
-	}
-	c.lastRejoin = time.Now()
-	t := c.tab.Load()
-	var addrs []string
-	for _, m := range c.g.Members() {
-		if _, reg := t.members[m.Name]; reg && m.Name != c.self && m.Status == gossip.StatusDead && m.Addr != "" {
-			addrs = append(addrs, m.Addr)
-		}
-	}
-	if len(addrs) == 0 {
-		return
-	}
-	c.rejoining.Store(true)
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		defer c.rejoining.Store(false)
-		jctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-		defer cancel()
-		if n, err := c.g.JoinContext(jctx, addrs); err == nil && n > 0 {
-			c.log.Info("rejoined members lost to the failure detector", "contacts", n, "addrs", addrs)
-		}
-	}()
-}
-
-// --- peers file ---
-
-func (c *cluster) peersPath() string { return filepath.Join(c.n.dir.Path, "peers.json") }
-
-func (c *cluster) loadPeers() []string {
-	b, err := os.ReadFile(c.peersPath())
-	if err != nil {
-		return nil
-	}
-	var addrs []string
-	_ = json.Unmarshal(b, &addrs)
-	return addrs
-}
-
-func (c *cluster) savePeers() {
-	var addrs []string
-	for _, m := range c.g.Alive() {
-		if m.Name != c.self {
-			addrs = append(addrs, m.Addr)
-		}
-	}
-	if len(addrs) == 0 {
-		return
-	}
-	slices.Sort(addrs)
-	if slices.Equal(addrs, c.loadPeers()) {
-		return
-	}
-	b, _ := json.Marshal(addrs)
-	tmp := c.peersPath() + ".tmp"
-	if os.WriteFile(tmp, b, 0o644) == nil {
-		_ = os.Rename(tmp, c.peersPath())
+func (c *Cluster) authorize(req *http.Request) {
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
 }

@@ -1,4 +1,4 @@
-package node
+package cluster
 
 // Partition handoff, the leftover sweep, decommission and cluster-wide completion.
 //
@@ -30,6 +30,7 @@ import (
 	"github.com/crawlnode/crawlnode/control"
 	"github.com/crawlnode/crawlnode/forward"
 	"github.com/crawlnode/crawlnode/gossip"
+	"github.com/crawlnode/crawlnode/internal/httpjson"
 	"github.com/crawlnode/crawlnode/ring"
 	"github.com/crawlnode/crawlnode/snapshot"
 )
@@ -50,13 +51,13 @@ const handoffRest = time.Second
 
 // startHandoffs starts handoffs of partitions this node holds whose ring owner is another
 // live, registered node.
-func (c *cluster) startHandoffs(ctx context.Context) {
+func (c *Cluster) startHandoffs(ctx context.Context) {
 	if !c.ctl.InContact() {
 		return
 	}
 	t := c.tab.Load()
-	r := c.ringNow()
-	alive := c.aliveMembers()
+	r := c.Ring()
+	alive := c.Alive()
 	c.mu.Lock()
 	running := len(c.handing)
 	c.mu.Unlock()
@@ -95,12 +96,12 @@ func (c *cluster) startHandoffs(ctx context.Context) {
 }
 
 // handoff moves partition p (held here at epoch) to target.
-func (c *cluster) handoff(ctx context.Context, p uint16, target string, epoch uint64) error {
-	if err := c.acquire(ctx, p, true, 30*time.Second); err != nil {
+func (c *Cluster) handoff(ctx context.Context, p uint16, target string, epoch uint64) error {
+	if err := c.Acquire(ctx, p, true, 30*time.Second); err != nil {
 		return err
 	}
-	defer c.release(p, true)
-	if owner, e := c.ownerOf(p); owner != c.self || e != epoch {
+	defer c.Release(p, true)
+	if owner, e := c.OwnerOf(p); owner != c.self || e != epoch {
 		return nil // the table moved on meanwhile
 	}
 	start := time.Now()
@@ -109,7 +110,7 @@ func (c *cluster) handoff(ctx context.Context, p uint16, target string, epoch ui
 		return fmt.Errorf("stream: %w", err)
 	}
 	move := control.AssignLeases{Moves: []control.LeaseMove{{Partition: p, From: c.self, To: target, Epoch: epoch}}, At: time.Now()}
-	res, err := c.apply(ctx, move)
+	res, err := c.Apply(ctx, move)
 	// The partition stays held until this node's own copy of the lease table shows where
 	// the lease went. Releasing it on a lost reply, or while this node's Raft log lags
 	// the leader's, would let it fetch p again while the new owner already does (seen in
@@ -129,9 +130,9 @@ func (c *cluster) handoff(ctx context.Context, p uint16, target string, epoch ui
 		}
 		// Compare-and-set: a repeat of a move that was committed is a conflict, not a
 		// second move.
-		res, err = c.apply(ctx, move)
+		res, err = c.Apply(ctx, move)
 	}
-	if owner, e := c.ownerOf(p); owner != target || e != epoch+1 {
+	if owner, e := c.OwnerOf(p); owner != target || e != epoch+1 {
 		c.log.Warn("lease of a partition being handed off went elsewhere", "partition", p, "owner", owner, "epoch", e)
 		return nil // someone else's move won; the sweep sends what is left here
 	}
@@ -147,7 +148,7 @@ func (c *cluster) handoff(ctx context.Context, p uint16, target string, epoch ui
 		time.Sleep(200 * time.Millisecond)
 	}
 	if derr == nil {
-		if err := c.n.front.DropPartition(p); err != nil {
+		if err := c.front.DropPartition(p); err != nil {
 			c.log.Warn("drop handed-off partition; the sweep retries", "partition", p, "err", err)
 		}
 	} else {
@@ -158,18 +159,17 @@ func (c *cluster) handoff(ctx context.Context, p uint16, target string, epoch ui
 	c.stats.handoffBytes.Add(st.Bytes)
 	c.stats.handoffRecords.Add(st.Records)
 	c.stats.handoffNanos.Add(int64(took))
-	c.n.met.handoffs.Inc()
 	c.log.Info("partition handed off", "partition", p, "epoch", epoch+1, "peer", target, "records", st.Records, "bytes", st.Bytes, "took", took.Round(time.Millisecond))
 	return nil
 }
 
 // waitLeaseChange waits up to d for this node's lease table to show p no longer held
 // here at epoch.
-func (c *cluster) waitLeaseChange(ctx context.Context, p uint16, epoch uint64, d time.Duration) bool {
+func (c *Cluster) waitLeaseChange(ctx context.Context, p uint16, epoch uint64, d time.Duration) bool {
 	deadline := time.Now().Add(d)
 	for {
-		c.refresh()
-		if owner, e := c.ownerOf(p); owner != c.self || e != epoch {
+		c.Refresh()
+		if owner, e := c.OwnerOf(p); owner != c.self || e != epoch {
 			return true
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
@@ -181,8 +181,8 @@ func (c *cluster) waitLeaseChange(ctx context.Context, p uint16, epoch uint64, d
 
 // sendPartition streams partition p to peer, tagged with epoch, and returns once the peer
 // has imported it.
-func (c *cluster) sendPartition(ctx context.Context, p uint16, peer string, epoch uint64) (snapshot.Stats, error) {
-	base, ok := c.internalURL(peer)
+func (c *Cluster) sendPartition(ctx context.Context, p uint16, peer string, epoch uint64) (snapshot.Stats, error) {
+	base, ok := c.InternalURL(peer)
 	if !ok {
 		return snapshot.Stats{}, fmt.Errorf("no address for %s", peer)
 	}
@@ -192,7 +192,7 @@ func (c *cluster) sendPartition(ctx context.Context, p uint16, peer string, epoc
 	go func() {
 		var err error
 		st, err = snapshot.Write(pw, snapshot.Header{Partition: p, Epoch: epoch, From: c.self, To: peer, Created: time.Now()},
-			func(fn func(family byte, key, value []byte) error) error { return c.n.front.ExportPartition(p, fn) })
+			func(fn func(family byte, key, value []byte) error) error { return c.front.ExportPartition(p, fn) })
 		pw.CloseWithError(err)
 		werr <- err
 	}()
@@ -225,19 +225,19 @@ func (c *cluster) sendPartition(ctx context.Context, p uint16, peer string, epoc
 // importHandler serves POST /internal/v1/partitions/{p}: a snapshot stream of p. It
 // accepts a stream from the lease holder at its epoch (a handoff before the lease moves)
 // or one tagged with this node's own lease epoch (the rest of a handoff, a sweep).
-func (c *cluster) importHandler(w http.ResponseWriter, r *http.Request) {
+func (c *Cluster) importHandler(w http.ResponseWriter, r *http.Request) {
 	pn, err := strconv.Atoi(r.PathValue("p"))
 	if err != nil || pn < 0 || pn >= ring.PartitionCount {
-		writeError(w, http.StatusBadRequest, "bad_partition", "bad partition %q", r.PathValue("p"))
+		httpjson.WriteError(w, http.StatusBadRequest, "bad_partition", "bad partition %q", r.PathValue("p"))
 		return
 	}
 	p := uint16(pn)
-	c.refresh()
+	c.Refresh()
 	rd, err := snapshot.Read(r.Body, func(h snapshot.Header) error {
 		if h.Partition != p || h.To != c.self {
 			return snapshot.ErrWrongPartition
 		}
-		owner, epoch := c.ownerOf(p)
+		owner, epoch := c.OwnerOf(p)
 		if (owner == h.From || owner == c.self) && epoch == h.Epoch {
 			return nil
 		}
@@ -248,40 +248,40 @@ func (c *cluster) importHandler(w http.ResponseWriter, r *http.Request) {
 		if errors.Is(err, snapshot.ErrWrongPartition) || errors.Is(err, snapshot.ErrStaleEpoch) {
 			code = http.StatusConflict
 		}
-		writeError(w, code, "refused", "%v", err)
+		httpjson.WriteError(w, code, "refused", "%v", err)
 		return
 	}
 	defer rd.Close()
-	if err := c.acquire(r.Context(), p, false, 15*time.Second); err != nil {
-		writeError(w, http.StatusConflict, "busy", "%v", err)
+	if err := c.Acquire(r.Context(), p, false, 15*time.Second); err != nil {
+		httpjson.WriteError(w, http.StatusConflict, "busy", "%v", err)
 		return
 	}
-	defer c.release(p, false)
-	st, err := c.n.front.ImportPartition(p, rd.Next)
+	defer c.Release(p, false)
+	st, err := c.front.ImportPartition(p, rd.Next)
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, "import_failed", "%v", err)
+		httpjson.WriteError(w, http.StatusInternalServerError, "import_failed", "%v", err)
 		return
 	}
-	if owner, _ := c.ownerOf(p); owner == rd.Header().From {
+	if owner, _ := c.OwnerOf(p); owner == rd.Header().From {
 		// The sender held the lease when it sent this: it stopped fetching p only just now.
 		// Its hosts rest a moment more before the lease lets this node fetch them, while p
 		// is still held here (so no lease slips in between).
-		c.n.front.RestPartition(p, time.Now().Add(handoffRest))
+		c.front.RestPartition(p, time.Now().Add(handoffRest))
 	}
 	c.stats.imports.Add(1)
-	if owner, _ := c.ownerOf(p); owner != c.self {
+	if owner, _ := c.OwnerOf(p); owner != c.self {
 		c.mu.Lock()
 		c.received[p] = time.Now()
 		c.mu.Unlock()
 	}
 	c.log.Info("partition imported", "partition", p, "epoch", rd.Header().Epoch, "peer", rd.Header().From, "records", st.Records, "queued", st.Queued)
-	writeJSON(w, http.StatusOK, st)
+	httpjson.Write(w, http.StatusOK, st)
 }
 
 // sweep sends partitions present here but leased to another live node to that node, and
 // drops them here: interrupted handoffs, a node that comes back after its leases were
 // taken over, links that raced a handoff.
-func (c *cluster) sweep(ctx context.Context) {
+func (c *Cluster) sweep(ctx context.Context) {
 	c.mu.Lock()
 	if time.Since(c.lastSweep) < 3*time.Second || len(c.handing) > 0 {
 		c.mu.Unlock()
@@ -293,31 +293,31 @@ func (c *cluster) sweep(ctx context.Context) {
 		return
 	}
 	for _, p := range c.foreign() {
-		owner, epoch := c.ownerOf(p)
-		if _, ok := c.aliveMembers()[owner]; !ok {
+		owner, epoch := c.OwnerOf(p)
+		if _, ok := c.Alive()[owner]; !ok {
 			continue
 		}
-		if err := c.acquire(ctx, p, true, 10*time.Second); err != nil {
+		if err := c.Acquire(ctx, p, true, 10*time.Second); err != nil {
 			continue
 		}
-		if o, e := c.ownerOf(p); o == owner && e == epoch {
+		if o, e := c.OwnerOf(p); o == owner && e == epoch {
 			if st, err := c.sendPartition(ctx, p, owner, epoch); err != nil {
 				c.log.Warn("sweep: stream failed", "partition", p, "peer", owner, "epoch", epoch, "err", err)
-			} else if err := c.n.front.DropPartition(p); err != nil {
+			} else if err := c.front.DropPartition(p); err != nil {
 				c.log.Warn("sweep: drop failed", "partition", p, "err", err)
 			} else {
 				c.stats.swept.Add(1)
 				c.log.Info("sweep: sent a partition held here to its owner", "partition", p, "peer", owner, "epoch", epoch, "records", st.Records)
 			}
 		}
-		c.release(p, true)
+		c.Release(p, true)
 	}
 }
 
 // foreign lists partitions present in the local frontier whose lease another node holds
 // (not those streamed in lately for a handoff still under way).
-func (c *cluster) foreign() []uint16 {
-	parts, err := c.n.front.Partitions()
+func (c *Cluster) foreign() []uint16 {
+	parts, err := c.front.Partitions()
 	if err != nil {
 		return nil
 	}
@@ -325,7 +325,7 @@ func (c *cluster) foreign() []uint16 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, p := range parts {
-		owner, _ := c.ownerOf(p)
+		owner, _ := c.OwnerOf(p)
 		if owner == c.self || owner == "" {
 			delete(c.received, p)
 			continue
@@ -340,14 +340,14 @@ func (c *cluster) foreign() []uint16 {
 
 // receiveLinks is the forward receiver: links of a partition this node holds at the
 // batch's epoch go into the frontier.
-func (c *cluster) receiveLinks(_ context.Context, _ string, pl forward.PartitionLinks) error {
+func (c *Cluster) receiveLinks(_ context.Context, _ string, pl forward.PartitionLinks) error {
 	c.routeMu.RLock()
 	defer c.routeMu.RUnlock()
-	owner, epoch := c.ownerOf(pl.Partition)
-	if owner != c.self || epoch != pl.Epoch || !c.holdsLocal(pl.Partition) {
+	owner, epoch := c.OwnerOf(pl.Partition)
+	if owner != c.self || epoch != pl.Epoch || !c.HoldsLocal(pl.Partition) {
 		return forward.ErrNotOwner
 	}
-	_, err := c.n.front.Add(linksToCandidates(pl.Links))
+	_, err := c.front.Add(linksToCandidates(pl.Links))
 	return err
 }
 
@@ -358,10 +358,10 @@ func (c *cluster) receiveLinks(_ context.Context, _ string, pl forward.Partition
 // the sender had forgotten them (a CI run lost a cross-host redirect's only target so).
 // A backup that does not answer in time does not stop the links: they are acknowledged
 // anyway (counted in replica_ack_unreplicated_total).
-func (c *cluster) linksCopied(ctx context.Context, committed []uint16) error {
+func (c *Cluster) linksCopied(ctx context.Context, committed []uint16) error {
 	at := time.Now()
-	if !c.repl.waitCopied(ctx, committed, at) && ctx.Err() == nil {
-		c.repl.ackUncopied.Add(1)
+	if !c.repl.WaitCopied(ctx, committed, at) && ctx.Err() == nil {
+		c.repl.NoteUncopied()
 		c.log.Debug("forwarded links acknowledged before their replica round", "partitions", len(committed))
 	}
 	return nil
@@ -369,11 +369,11 @@ func (c *cluster) linksCopied(ctx context.Context, committed []uint16) error {
 
 // --- decommission ---
 
-// leave starts a decommission: the node announces draining, the ring leaves it out, its
+// Leave starts a decommission: the node announces draining, the ring leaves it out, its
 // partitions are handed off, and Run returns once it holds nothing.
-func (c *cluster) leave() error {
+func (c *Cluster) Leave() error {
 	others := 0
-	for name := range c.aliveMembers() {
+	for name := range c.Alive() {
 		if name != c.self {
 			others++
 		}
@@ -389,7 +389,7 @@ func (c *cluster) leave() error {
 }
 
 // checkLeft ends a decommission once nothing is held here any more.
-func (c *cluster) checkLeft() {
+func (c *Cluster) checkLeft() {
 	if !c.leaving.Load() {
 		return
 	}
@@ -402,10 +402,10 @@ func (c *cluster) checkLeft() {
 	c.mu.Lock()
 	busy := len(c.handing) > 0
 	c.mu.Unlock()
-	if busy || c.out.Queued() > 0 || len(c.foreign()) > 0 || c.n.stats.busy.Load() > 0 {
+	if busy || c.out.Queued() > 0 || len(c.foreign()) > 0 || c.host.Busy() > 0 {
 		return
 	}
-	if parts, err := c.n.front.Partitions(); err != nil || len(parts) > 0 {
+	if parts, err := c.front.Partitions(); err != nil || len(parts) > 0 {
 		return
 	}
 	c.leftOnce.Do(func() {
@@ -430,23 +430,23 @@ type idleReport struct {
 	Seeded bool `json:"seeded"`
 }
 
-func (c *cluster) localIdle() idleReport {
-	fs := c.n.front.Stats()
-	rep := idleReport{Node: c.self, Done: c.doneLocal.Load(), Fetched: c.n.stats.fetched.Load(), Queued: fs.Queued, Outbox: c.out.Queued(),
-		Seeded: fs.Seen > 0 || c.n.hasSeedHosts()}
+func (c *Cluster) localIdle() idleReport {
+	fs := c.front.Stats()
+	rep := idleReport{Node: c.self, Done: c.doneLocal.Load(), Fetched: c.host.Fetched(), Queued: fs.Queued, Outbox: c.out.Queued(),
+		Seeded: fs.Seen > 0 || c.host.Seeded()}
 	c.mu.Lock()
 	held := len(c.handing) > 0
 	for _, h := range c.hold {
 		held = held || h > 0
 	}
 	c.mu.Unlock()
-	rep.Idle = c.n.front.Idle() && c.n.stats.busy.Load() == 0 && rep.Outbox == 0 && !held && len(c.foreign()) == 0
+	rep.Idle = c.front.Idle() && c.host.Busy() == 0 && rep.Outbox == 0 && !held && len(c.foreign()) == 0
 	return rep
 }
 
-// clusterDone reports whether the whole cluster is done. prev carries the last round's
+// Done reports whether the whole cluster is done. prev carries the last round's
 // fetched total (-1 when the last round was not idle).
-func (c *cluster) clusterDone(ctx context.Context, prev *int64) bool {
+func (c *Cluster) Done(ctx context.Context, prev *int64) bool {
 	if c.doneSeen.Load() {
 		return true
 	}
@@ -457,7 +457,7 @@ func (c *cluster) clusterDone(ctx context.Context, prev *int64) bool {
 			return false
 		}
 	}
-	alive := c.aliveMembers()
+	alive := c.Alive()
 	var total int64
 	seeded := false
 	for name := range t.members {
@@ -470,7 +470,7 @@ func (c *cluster) clusterDone(ctx context.Context, prev *int64) bool {
 				*prev = -1
 				return false
 			}
-			if err := c.get(ctx, "http://"+m.Meta.HTTPAddr+"/internal/v1/idle", &rep); err != nil {
+			if err := c.Get(ctx, "http://"+m.Meta.HTTPAddr+"/internal/v1/idle", &rep); err != nil {
 				*prev = -1
 				return false
 			}
@@ -501,7 +501,7 @@ func (c *cluster) clusterDone(ctx context.Context, prev *int64) bool {
 	return false
 }
 
-func (c *cluster) get(ctx context.Context, url string, out any) error {
+func (c *Cluster) Get(ctx context.Context, url string, out any) error {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)

@@ -1,0 +1,80 @@
+package cluster
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/crawlnode/crawlnode/control"
+	"github.com/crawlnode/crawlnode/frontier"
+)
+
+// Frontier is what the cluster does to the node's frontier: fence partitions, add links
+// of partitions held here, and move whole partitions in and out. *frontier.Frontier is one.
+type Frontier interface {
+	PausePartition(p uint16)
+	ResumePartition(p uint16)
+	// RestPartition delays every host of p until until (after an import).
+	RestPartition(p uint16, until time.Time)
+	InFlight(p uint16) int
+	Add(cands []frontier.Candidate) (frontier.AddResult, error)
+	Partitions() ([]uint16, error)
+	ExportPartition(p uint16, fn func(family byte, key, value []byte) error) error
+	ImportPartition(p uint16, next func() (family byte, key, value []byte, err error)) (frontier.ImportStats, error)
+	DropPartition(p uint16) error
+	Stats() frontier.Stats
+	Idle() bool
+}
+
+// Host is what the cluster needs from the node it runs in.
+type Host interface {
+	// ApplyJob copies the job's pause flag and blocked domains into the node's operator
+	// state; ApplyJobSettings applies a new job configuration version (delays, limits).
+	ApplyJob(paused bool, blocked []string)
+	ApplyJobSettings(cfg control.JobConfig)
+	// Fetched is how many pages the node fetched; Busy how many fetches and extractions
+	// are under way; Seeded whether the node was given seeds.
+	Fetched() int64
+	Busy() int64
+	Seeded() bool
+}
+
+// Replication is what the cluster asks of the node's replication (package replica): run
+// its rounds, say which copies stand in for a partition (those are not fetched until
+// promoted), and hold the acknowledgement of forwarded links until their backups have them.
+type Replication interface {
+	Run(ctx context.Context)
+	Blocked() map[uint16]bool
+	WaitCopied(ctx context.Context, parts []uint16, committed time.Time) bool
+	// NoteUncopied counts links acknowledged before a copy held them.
+	NoteUncopied()
+}
+
+// noReplication is the Replication of a cluster built without one.
+type noReplication struct{}
+
+func (noReplication) Run(ctx context.Context)                              { <-ctx.Done() }
+func (noReplication) Blocked() map[uint16]bool                             { return nil }
+func (noReplication) WaitCopied(context.Context, []uint16, time.Time) bool { return true }
+func (noReplication) NoteUncopied()                                        {}
+
+// Deps are what a Cluster is built from besides its Config: the node's name, data
+// directory, Badger DB (the outbox lives in it), frontier and hooks.
+type Deps struct {
+	Self     string // the node's name
+	DataDir  string // the Raft group's state and peers.json go under it
+	DB       *badger.DB
+	Frontier Frontier
+	Host     Host
+	// NewReplication builds the node's replication over the new cluster, copying every
+	// interval (Config.ReplicaInterval after defaults); nil, or a negative interval: none.
+	NewReplication func(c *Cluster, interval time.Duration) Replication
+	Logger         *slog.Logger
+	// APIToken is sent on node-to-node calls when set.
+	APIToken string
+	// Version and DataFormat are gossiped to peers.
+	Version    string
+	DataFormat int
+}
