@@ -289,41 +289,10 @@ func (ws *workerState) keep(n *Node, cands []frontier.Candidate) {
 
 // handle does one lease's work and returns the outcome to record.
 func (n *Node) handle(ctx context.Context, l *frontier.Lease, ws *workerState) frontier.Outcome {
-	if ctx.Err() != nil {
-		return frontier.Outcome{Kind: frontier.Requeue, NoRequest: true}
-	}
-	if n.cfg.MaxPages > 0 && n.stats.fetched.Load() >= n.cfg.MaxPages {
-		return frontier.Outcome{Kind: frontier.Requeue, NoRequest: true}
-	}
-	scheme, hostKey, err := urlnorm.SplitHostKey(l.URL)
-	if err != nil {
-		return frontier.Outcome{Kind: frontier.Drop, Err: "bad url: " + err.Error(), NoRequest: true}
-	}
-	if !n.cl.MayFetch(ring.PartitionOf(hostKey)) {
-		// The lease moved, a handoff holds the partition, or the leader is out of touch:
-		// not ours to fetch now. The fence pauses the partition within 100 ms.
-		n.front.DeferHost(hostKey, 200*time.Millisecond)
-		return frontier.Outcome{Kind: frontier.Requeue, NoRequest: true}
-	}
-	if n.isBlocked(hostKey) || n.Paused() {
-		// Blocked domain (or paused since the lease): the URL stays queued, untouched, and
-		// the host is looked at again a few seconds later.
-		n.front.DeferHost(hostKey, blockedRecheck)
-		return frontier.Outcome{Kind: frontier.Requeue, NoRequest: true}
-	}
-	rules, o, ok := n.robotsFor(ctx, scheme, hostKey, l, ws)
+	hostKey, tdm, o, ok := n.admit(ctx, l, ws)
 	if !ok {
 		return o
 	}
-	if !rules.Allowed(n.userAgent(), l.URL) {
-		n.stats.robotsDeny.Add(1)
-		return frontier.Outcome{Kind: frontier.Drop, Err: "disallowed by robots.txt", NoRequest: true}
-	}
-	tdm, o, ok := n.tdmFor(ctx, scheme, hostKey, rules, ws)
-	if !ok {
-		return o
-	}
-
 	sent := n.cfg.Now()
 	req := fetch.Request{URL: l.URL}
 	if l.Revisit {
@@ -332,42 +301,92 @@ func (n *Node) handle(ctx context.Context, l *frontier.Lease, ws *workerState) f
 	}
 	resp, err := n.client.Do(ctx, req)
 	if err != nil {
-		ws.finished = n.cfg.Now()
-		n.met.fetchLatency.WithLabelValues("error").Observe(ws.finished.Sub(sent).Seconds())
-		if ctx.Err() != nil {
-			// Aborted at shutdown: not an attempt of the server's doing.
-			return frontier.Outcome{Kind: frontier.Requeue}
-		}
-		if n.net.failed(hostKey, err, ws.finished) {
-			// This node's network is down: not an attempt of the host's (netWatch).
-			n.stats.countError("network_unreachable")
-			n.front.DeferHost(hostKey, offlineRetry)
-			return frontier.Outcome{Kind: frontier.Requeue, NoRequest: true}
-		}
-		cls := fetch.Classify(err)
-		switch cls {
-		case fetch.ClassTimeout:
-			// A host too slow to answer in time is likely overloaded, and it may still be
-			// working on the request we closed (CI runs saw a server's handler of a
-			// timed-out request return 0.35 s and 1.9 s after our next request to the
-			// host had arrived): it rests as long as the request took (at least the
-			// grace, at most timeoutRestMax) before the host's delay starts.
-			ws.finished = ws.finished.Add(min(max(truncatedGrace, ws.finished.Sub(sent)), timeoutRestMax))
-		case fetch.ClassTooLargeHeader, fetch.ClassProtocol:
-			// We closed a connection the server may still be answering on.
-			ws.finished = ws.finished.Add(truncatedGrace)
-		}
-		class := string(cls)
-		n.stats.countError(class)
-		msg := class + ": " + err.Error()
-		n.noteError(l.URL, hostKey, class, err.Error())
-		n.log.Debug("fetch failed", "url", l.URL, "attempt", l.Attempts+1, "err", msg)
-		if fetch.IsTransient(err) {
-			return frontier.Outcome{Kind: frontier.Retry, Err: msg}
-		}
-		n.stats.fetched.Add(1)
-		return frontier.Outcome{Kind: frontier.Fetched, Err: msg}
+		return n.fetchFailed(ctx, l, hostKey, sent, err, ws)
 	}
+	return n.record(ctx, l, hostKey, resp, tdm, ws)
+}
+
+// admit runs the checks before a request: the crawl's limits, the partition's lease, a
+// blocked domain or a pause, robots.txt and the TDM reservation. ok false: o is the
+// outcome, and no request is sent.
+func (n *Node) admit(ctx context.Context, l *frontier.Lease, ws *workerState) (hostKey string, tdm *tdmPolicy, o frontier.Outcome, ok bool) {
+	if ctx.Err() != nil {
+		return hostKey, nil, frontier.Outcome{Kind: frontier.Requeue, NoRequest: true}, false
+	}
+	if n.cfg.MaxPages > 0 && n.stats.fetched.Load() >= n.cfg.MaxPages {
+		return hostKey, nil, frontier.Outcome{Kind: frontier.Requeue, NoRequest: true}, false
+	}
+	scheme, hostKey, err := urlnorm.SplitHostKey(l.URL)
+	if err != nil {
+		return hostKey, nil, frontier.Outcome{Kind: frontier.Drop, Err: "bad url: " + err.Error(), NoRequest: true}, false
+	}
+	if !n.cl.MayFetch(ring.PartitionOf(hostKey)) {
+		// The lease moved, a handoff holds the partition, or the leader is out of touch:
+		// not ours to fetch now. The fence pauses the partition within 100 ms.
+		n.front.DeferHost(hostKey, 200*time.Millisecond)
+		return hostKey, nil, frontier.Outcome{Kind: frontier.Requeue, NoRequest: true}, false
+	}
+	if n.isBlocked(hostKey) || n.Paused() {
+		// Blocked domain (or paused since the lease): the URL stays queued, untouched, and
+		// the host is looked at again a few seconds later.
+		n.front.DeferHost(hostKey, blockedRecheck)
+		return hostKey, nil, frontier.Outcome{Kind: frontier.Requeue, NoRequest: true}, false
+	}
+	rules, o, ok := n.robotsFor(ctx, scheme, hostKey, l, ws)
+	if !ok {
+		return hostKey, nil, o, false
+	}
+	if !rules.Allowed(n.userAgent(), l.URL) {
+		n.stats.robotsDeny.Add(1)
+		return hostKey, nil, frontier.Outcome{Kind: frontier.Drop, Err: "disallowed by robots.txt", NoRequest: true}, false
+	}
+	tdm, o, ok = n.tdmFor(ctx, scheme, hostKey, rules, ws)
+	return hostKey, tdm, o, ok
+}
+
+// fetchFailed is the outcome of a request that got no response: a retry, a requeue
+// (shutdown, this node's network down) or a final failure.
+func (n *Node) fetchFailed(ctx context.Context, l *frontier.Lease, hostKey string, sent time.Time, err error, ws *workerState) frontier.Outcome {
+	ws.finished = n.cfg.Now()
+	n.met.fetchLatency.WithLabelValues("error").Observe(ws.finished.Sub(sent).Seconds())
+	if ctx.Err() != nil {
+		// Aborted at shutdown: not an attempt of the server's doing.
+		return frontier.Outcome{Kind: frontier.Requeue}
+	}
+	if n.net.failed(hostKey, err, ws.finished) {
+		// This node's network is down: not an attempt of the host's (netWatch).
+		n.stats.countError("network_unreachable")
+		n.front.DeferHost(hostKey, offlineRetry)
+		return frontier.Outcome{Kind: frontier.Requeue, NoRequest: true}
+	}
+	cls := fetch.Classify(err)
+	switch cls {
+	case fetch.ClassTimeout:
+		// A host too slow to answer in time is likely overloaded, and it may still be
+		// working on the request we closed (CI runs saw a server's handler of a
+		// timed-out request return 0.35 s and 1.9 s after our next request to the
+		// host had arrived): it rests as long as the request took (at least the
+		// grace, at most timeoutRestMax) before the host's delay starts.
+		ws.finished = ws.finished.Add(min(max(truncatedGrace, ws.finished.Sub(sent)), timeoutRestMax))
+	case fetch.ClassTooLargeHeader, fetch.ClassProtocol:
+		// We closed a connection the server may still be answering on.
+		ws.finished = ws.finished.Add(truncatedGrace)
+	}
+	class := string(cls)
+	n.stats.countError(class)
+	msg := class + ": " + err.Error()
+	n.noteError(l.URL, hostKey, class, err.Error())
+	n.log.Debug("fetch failed", "url", l.URL, "attempt", l.Attempts+1, "err", msg)
+	if fetch.IsTransient(err) {
+		return frontier.Outcome{Kind: frontier.Retry, Err: msg}
+	}
+	n.stats.fetched.Add(1)
+	return frontier.Outcome{Kind: frontier.Fetched, Err: msg}
+}
+
+// record handles a response: archives it, counts it, and passes a page or a sitemap on
+// (processHTML, processSitemap); it returns the URL's outcome.
+func (n *Node) record(ctx context.Context, l *frontier.Lease, hostKey string, resp *fetch.Response, tdm *tdmPolicy, ws *workerState) frontier.Outcome {
 	ws.finished = resp.Finished
 	n.net.responded(resp.Started)
 	if resp.Truncated {
