@@ -1,43 +1,5 @@
 package node
 
-// The cluster layer: how one node takes part in a crawl with its peers.
-//
-//	memberlist (gossip/) ──alive members, their state──▶ ring (ring/) ──▶ who should own p
-//	Raft (control/) ── lease table p -> (owner, epoch), job config, member registry
-//	     │
-//	     ├─ fence: a partition is fetched only while Owns(p) (lease + recent leader
-//	     │  contact) and no handoff holds it; otherwise it is paused in the frontier
-//	     ├─ route: a discovered link goes to frontier.Add when this node holds its
-//	     │  partition's lease, else to the durable outbox (forward/), which ships it to
-//	     │  the lease holder
-//	     ├─ handoff: a partition whose ring owner is another live node is paused, drained,
-//	     │  streamed (snapshot/) to it, its lease moved (AssignLeases, epoch+1), the rest
-//	     │  streamed again, then dropped here
-//	     └─ leader: registers members (Reconcile), assigns unowned partitions, forces the
-//	        leases of a member dead longer than the grace period onto the ring's owners
-//
-// Decisions where the design is silent:
-//   - The ring's members are the Raft registry's members minus those that announce
-//     draining or left: a node that stops (restart, crash) stays in the ring and keeps its
-//     leases until the leader has seen it dead for Grace; then it is removed and its
-//     partitions are forced to the ring's next owners (without replicas its queued work is
-//     lost with it; replication is a separate feature).
-//   - A node that runs alone (no --join, no --bootstrap-expect) is a cluster of one on
-//     ephemeral gossip and Raft ports: the same code path, leases and all.
-//   - Known peers' gossip addresses are kept in DIR/peers.json, so a restarted node
-//     rejoins without --join.
-//   - The job's pause flag and blocked domains live in the Raft job configuration; every
-//     node copies them into its local operator state as they change.
-//   - Done (for --exit-when-done) is decided by each node: every registered member alive
-//     and idle (empty frontier, nothing in flight, empty outbox, no handoff, nothing held
-//     for another owner) in two consecutive rounds a second apart, with every partition
-//     leased and at least one member seeded (given seeds, or holding seen URLs): a
-//     cluster started without seeds waits for them rather than calling an empty crawl
-//     done. A node that decided keeps answering "done" for a few seconds before it
-//     exits, and a node that hears "done" from a peer is done too.
-//   - Internal node-to-node calls are plain HTTP on the API address under /internal/,
-//     carrying the API token when one is set.
-
 import (
 	"context"
 	"encoding/json"
