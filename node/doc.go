@@ -17,12 +17,13 @@
 //   - The cluster layer (cluster.go, handoff.go, cluster_api.go): membership from gossip,
 //     the ring, leases from the Raft control group, fencing, routing of links, partition
 //     handoff, the leftover sweep, decommission and cluster-wide completion.
-//   - Replication (replica.go, replica_changes.go): every held partition and the outbox
-//     copied to a backup node; its design is written at the top of replica.go.
-//   - The HTTP API (api.go, job.go, ops.go, cluster_api.go): the public /v1 routes, the
-//     job configuration shared through Raft, operator state (pause, blocked domains), and
-//     the node-to-node routes under /internal/. The route list is written at the top of
-//     api.go, the job configuration's rules at the top of job.go.
+//   - Replication (replica.go, replica_changes.go; moving to package replica): every held
+//     partition and the outbox copied to a backup node; its design is written at the top
+//     of replica.go.
+//   - The HTTP API: the public /v1 routes (api.go; moving to package api, whose doc lists
+//     them), the job configuration shared through Raft (job.go, whose rules are written at
+//     its top), operator state such as pause and blocked domains (ops.go), and the
+//     node-to-node routes under /internal/ (cluster_api.go).
 //   - Observability and offline tools (metrics.go, logs.go, offline.go): Prometheus
 //     metrics on a registry of the node's own, the Raft library's log levels, and the
 //     readers `crawlnode export` and the dead-letter listing use on a stopped node.
