@@ -1,7 +1,7 @@
 // Package node is one Crawlnode node: it opens the data directory, builds every stage,
 // wires them into the crawl loop, takes part in the cluster and serves the HTTP API. It
-// is the only package that imports the others; each stage's own logic lives in its
-// package, and node/ holds what connects them.
+// is the hub below the binary: it imports every stage, each stage's own logic lives in
+// its package, and node/ holds what connects them.
 //
 // Duties:
 //   - Wiring and lifecycle (node.go, datadir.go): New opens and locks the data directory
