@@ -16,6 +16,20 @@
 //	     └─ leader: registers members (Reconcile), assigns unowned partitions, forces the
 //	        leases of a member dead longer than the grace period onto the ring's owners
 //
+// Handoff of partition p from A (lease holder at epoch e) to B (its ring owner):
+//
+//	A: hold p (no fetching, p's links to the outbox), wait for p's fetches in flight
+//	A ──snapshot stream (p, e, A->B)──▶ B: accepts because the lease says (A, e); imports
+//	A: AssignLeases p: A@e -> B (epoch e+1), through the leader; waits to see it applied
+//	A ──snapshot stream (p, e+1)──▶ B: what reached A between the two streams (idempotent merge)
+//	A: drop p; release the hold (p stays fenced: A no longer holds its lease)
+//
+// B fetches p only once its own copy of the lease table names it, after the commit, and A
+// stopped before the first stream: no host is fetched by both. A failure before the
+// commit releases p on A (B's copy is a harmless duplicate that B's sweep sends back);
+// after the commit, whatever A still holds of p is sent by the sweep, which streams every
+// partition present here but leased elsewhere to its holder and then drops it.
+//
 // Decisions where the design is silent:
 //   - The ring's members are the Raft registry's members minus those that announce
 //     draining or left: a node that stops (restart, crash) stays in the ring and keeps its
@@ -35,8 +49,9 @@
 //     cluster started without seeds waits for them rather than calling an empty crawl
 //     done. A node that decided keeps answering "done" for a few seconds before it
 //     exits, and a node that hears "done" from a peer is done too.
-//   - Internal node-to-node calls are plain HTTP on the API address under /internal/,
-//     carrying the API token when one is set.
+//   - Internal node-to-node calls are plain HTTP on the API address under /internal/
+//     (or on the node's internal listener when it has one), carrying the API token when
+//     one is set. docs/architecture.md, "Cross-node messages", lists every one.
 //   - The cluster talks to the node's frontier through the Frontier interface and to the
 //     node through Host (job settings, its fetch counters): no back-pointer to the node,
 //     so a test can run the cluster's decisions over a fake frontier.

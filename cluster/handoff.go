@@ -1,21 +1,5 @@
 package cluster
 
-// Partition handoff, the leftover sweep, decommission and cluster-wide completion.
-//
-// Handoff of partition p from A (lease holder at epoch e) to B (its ring owner):
-//
-//	A: hold p (no fetching, p's links to the outbox), wait for p's fetches in flight
-//	A ──snapshot stream (p, e, A->B)──▶ B: accepts because the lease says (A, e); imports
-//	A: AssignLeases p: A@e -> B (epoch e+1), through the leader; waits to see it applied
-//	A ──snapshot stream (p, e+1)──▶ B: what reached A between the two streams (idempotent merge)
-//	A: drop p; release the hold (p stays fenced: A no longer holds its lease)
-//
-// B fetches p only once its own copy of the lease table names it, after the commit, and A
-// stopped before the first stream: no host is fetched by both. A failure before the
-// commit releases p on A (B's copy is a harmless duplicate that B's sweep sends back);
-// after the commit, whatever A still holds of p is sent by the sweep, which streams every
-// partition present here but leased elsewhere to its holder and then drops it.
-
 import (
 	"bytes"
 	"context"

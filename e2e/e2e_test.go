@@ -1,7 +1,3 @@
-// Package e2e runs the real crawlnode binary against simweb and judges it by what the
-// server saw: coverage, duplicate fetches, robots and politeness violations, trap requests,
-// ignored Retry-After and fetches of pages linked only through nofollow, as simweb's oracle
-// reports them.
 package e2e
 
 import (

@@ -486,8 +486,9 @@ type idxWriter struct {
 // idxWriteChunk is the size of a run file's writes. The page cache keeps a file in folios
 // as large as the writes that made it (ext4, Linux 6.x), and a pread of a file written in
 // 2 MiB writes cost 1.17-1.51 us of CPU where one written in 4 or 64 KiB writes cost
-// 1.73-2.09 us (1.7 GB files, 1,152-byte reads at random offsets, this project's VM on
-// 2026-12-01): fewer levels of the page cache's tree to walk and fewer folios to touch.
+// 1.73-2.09 us (a 1.7 GB file, 1,152-byte reads at random offsets;
+// docs/bench-log/seen-set-at-scale.md, "Run files written in 2 MiB writes"): fewer levels
+// of the page cache's tree to walk and fewer folios to touch.
 const idxWriteChunk = 2 << 20
 
 // writer starts sub-filter i's run, buffering bufSize bytes; a run written through a

@@ -1,19 +1,5 @@
 package node
 
-// The crawl loop: one worker per fetch slot.
-//
-//	frontier.Next (a ready host, politeness honoured)
-//	  -> robots.txt known for the host? no: fetch it in this slot, requeue the URL
-//	  -> disallowed? record Drop
-//	  -> fetch (fasthttp, limits; conditional for a revisit)
-//	  -> revisit unchanged (304, same body)? WARC revisit record, Done (next visit scheduled)
-//	  -> WARC record written (response, or revisit for a payload seen before)
-//	  -> redirect target / links / sitemap URLs, HTML page's extract job: kept by the slot
-//	  -> handed to the committers (bounded queue); the slot leases its next URL at once
-//	  -> committer (group commit of many leases): frontier.Add of all links, one extract
-//	     Enqueue of all jobs and one payload-index write (durable), then one
-//	     frontier.DoneBatch for the leases (each URL leaves its queue only now)
-
 import (
 	"context"
 	"errors"

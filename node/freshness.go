@@ -1,26 +1,5 @@
 package node
 
-// Freshness and priority on the crawl path.
-//
-// Priority: OPIC (Abiteboul, Preda, Cobena, "Adaptive on-line page importance
-// computation", WWW 2003). Every seed starts with cash 1; a fetched page's cash is split
-// evenly among the links it gives (HTML links, a redirect's target, a sitemap's URLs),
-// and the frontier adds cash that reaches an already queued URL to its cash, so a page
-// many important pages link to rises in its host's queue, and the ready hosts are taken
-// in the order of their best URL. Forwarded links carry their cash to the owner node.
-// In breadth-first mode (--priority bfs) no cash is given, and the frontier's order is
-// seed class, depth, arrival. Cash given to pages already fetched is dropped: this
-// node does not keep a per-URL cash history for revisits (their order comes from the
-// change estimate), and the outbox's recent-link cache drops the cash of a link it skips.
-//
-// Freshness: with --recrawl the frontier schedules every fetched page again. A revisit
-// sends If-None-Match / If-Modified-Since with the validators of the last fetch. A 304,
-// or a 200 whose body hashes as the last one did, writes a WARC revisit record (profile
-// server-not-modified, or identical-payload-digest referring to the URL's own earlier
-// capture), queues no corpus record and follows no links (the page did not change); a
-// changed page is archived, parsed and sent to the corpus as a new version. Sitemaps'
-// changefreq and lastmod give a page's first interval (ChangeHint).
-
 import (
 	"errors"
 	"net/http"

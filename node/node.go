@@ -467,6 +467,10 @@ func openBadger(path string) (*badger.DB, error) {
 // Run crawls until ctx is cancelled or, with ExitWhenDone, until the crawl is done. On
 // cancellation it stops taking new URLs, lets fetches in flight finish for a short grace
 // and records them, so nothing is lost. Run closes the node's stores before it returns.
+//
+// Run is where the stages are wired: fetch slots (worker) feed the committers, which
+// route links to the frontier or the outbox, queue extract jobs and record the leases;
+// the package doc's "Data flow" draws it.
 func (n *Node) Run(ctx context.Context) error {
 	defer n.closeStores()
 	n.started = n.cfg.Now()

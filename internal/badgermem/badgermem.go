@@ -2,6 +2,15 @@
 // options (bounded memtables and caches), and Trimmer keeps the resident pages of
 // Badger's memory-mapped SSTables under a budget.
 //
+// Duties:
+//   - Options: the node's Badger options, with memtables, caches and table sizes bounded
+//     so that the live heap grows only slowly with the LSM's depth.
+//   - Trimmer (NewTrimmer, StartTrimmer): a periodic pass that drops the resident pages of
+//     the levels' tables above a file-backed budget (DefaultFileBudget) and pages out the
+//     tables a running compaction has not installed yet.
+//   - GoMemoryLimit: the node's soft limit on the Go runtime's memory; ProcStatus reads
+//     the process's memory figures for tests and benchmarks.
+//
 // Badger v4 reads its SSTables through mmap, and writes new tables (flushes, compactions)
 // by copying them into a fresh mapping, so every table page a compaction, a scan or a
 // lookup touched stays in the process's resident set (RssFile) until the kernel needs the

@@ -1,6 +1,10 @@
 // Package gctune keeps the Go garbage collector's heap goal at least a fixed headroom above
 // the live heap.
 //
+// Duties: a Tuner (Start) that resets GOGC after every collection so that the next one
+// comes after at least a fixed headroom of growth, and Percent, the pure arithmetic of
+// that setting.
+//
 // With the default GOGC=100 the collector runs each time the heap has grown by what the
 // last collection found live. A crawl node's live heap is small (70-100 MiB on the fetch
 // path with the extract stage) while it allocates fast (response buffers, parse trees,

@@ -1,0 +1,95 @@
+// Package node is one Crawlnode node: it opens the data directory, builds every stage,
+// wires them into the crawl loop, takes part in the cluster and serves the HTTP API. It
+// is the hub below the binary: it imports every stage, each stage's own logic lives in
+// its package, and node/ holds what connects them.
+//
+// Duties:
+//   - Wiring and lifecycle (node.go, datadir.go): New opens and locks the data directory
+//     (DataDir), opens the one shared Badger DB and builds the frontier, the fetch client,
+//     the WARC writer, the extract stage, the outbox and the cluster; Run starts the API,
+//     joins the cluster, queues the seeds, runs the crawl loop until the crawl is done
+//     (Config.ExitWhenDone), a decommission ends or its context is cancelled, then lets
+//     fetches in flight finish, drains the extract stage and closes every store.
+//   - The crawl loop (crawl.go, robots.go, tdmrep.go, scope.go, freshness.go,
+//     netwatch.go): fetch slots, robots.txt and TDMRep per host, the scope and
+//     include/exclude rules for discovered links, OPIC cash and revisits, and the group
+//     commit that records finished leases.
+//   - Taking part in the cluster: New builds the node's cluster.Cluster over its frontier
+//     and Badger DB (cluster_host.go is the node as the cluster sees it); the crawl loop
+//     asks it whether a partition may be fetched and routes links through it;
+//     cluster_api.go serves the cluster view, cluster-wide status, decommission, reads
+//     routed to a host's owner, and the internal listener (cluster.Routes plus
+//     replication's route).
+//   - Replication (replica.go, replica_changes.go; moving to package replica): every held
+//     partition and the outbox copied to a backup node; its design is written at the top
+//     of replica.go.
+//   - The HTTP API: the public /v1 routes (api.go; moving to package api, whose doc lists
+//     them), the job configuration shared through Raft (job.go, whose rules are written at
+//     its top) and operator state such as pause and blocked domains (ops.go).
+//   - Observability and offline tools (metrics.go, offline.go): Prometheus metrics on a
+//     registry of the node's own, and the readers `crawlnode export` and the dead-letter
+//     listing use on a stopped node.
+//
+// What lives elsewhere: the queues, seen set and politeness arithmetic in frontier/; HTTP
+// and DNS in fetch/; WARC in archive/; text extraction and the corpus in corpus/ (the
+// extract stage); the fast link scan in linkscan/; canonical URLs in urlnorm/; the outbox
+// and its wire format in forward/; partition streams in snapshot/; membership in gossip/;
+// placement in ring/; the Raft state machine in control/; membership, leases, fencing,
+// handoff, the sweep and completion in cluster/. Replication is being moved out of node/
+// into a package of its own (replica/), and the public API into api/
+// (docs/architecture.md keeps the current map).
+//
+// # Data flow
+//
+// Run wires the stages so (docs/architecture.md, "One URL through a node", has the
+// cluster around it):
+//
+//	seeds, forwarded links ──▶ frontier.Add
+//	frontier.Next (a ready host, politeness honoured) ──▶ fetch slot (Config.Concurrency)
+//	  ──▶ robots.txt, TDMRep ──▶ fetch ──▶ archive (WARC record, before any parse)
+//	  ──▶ linkscan (links, redirect target, sitemap URLs) ──▶ scope rules
+//	  ──▶ committers (bounded queue; group commit of many leases):
+//	        links: frontier.Add if this node holds the partition, else forward outbox
+//	        extract jobs: corpus.Stage.Enqueue (its own workers, may lag)
+//	        frontier.DoneBatch (each URL leaves its queue only now)
+//
+// The crawl loop in detail, one worker per fetch slot:
+//
+//	frontier.Next (a ready host, politeness honoured)
+//	  -> robots.txt known for the host? no: fetch it in this slot, requeue the URL
+//	  -> disallowed? record Drop
+//	  -> fetch (fasthttp, limits; conditional for a revisit)
+//	  -> revisit unchanged (304, same body)? WARC revisit record, Done (next visit scheduled)
+//	  -> WARC record written (response, or revisit for a payload seen before)
+//	  -> redirect target / links / sitemap URLs, HTML page's extract job: kept by the slot
+//	  -> handed to the committers (bounded queue); the slot leases its next URL at once
+//	  -> committer (group commit of many leases): frontier.Add of all links, one extract
+//	     Enqueue of all jobs and one payload-index write (durable), then one
+//	     frontier.DoneBatch for the leases (each URL leaves its queue only now)
+//
+// # Priority and freshness
+//
+// Priority: OPIC (Abiteboul, Preda, Cobena, "Adaptive on-line page importance
+// computation", WWW 2003). Every seed starts with cash 1; a fetched page's cash is split
+// evenly among the links it gives (HTML links, a redirect's target, a sitemap's URLs),
+// and the frontier adds cash that reaches an already queued URL to its cash, so a page
+// many important pages link to rises in its host's queue, and the ready hosts are taken
+// in the order of their best URL. Forwarded links carry their cash to the owner node.
+// In breadth-first mode (--priority bfs) no cash is given, and the frontier's order is
+// seed class, depth, arrival. Cash given to pages already fetched is dropped: this
+// node does not keep a per-URL cash history for revisits (their order comes from the
+// change estimate), and the outbox's recent-link cache drops the cash of a link it skips.
+//
+// Freshness: with --recrawl the frontier schedules every fetched page again. A revisit
+// sends If-None-Match / If-Modified-Since with the validators of the last fetch. A 304,
+// or a 200 whose body hashes as the last one did, writes a WARC revisit record (profile
+// server-not-modified, or identical-payload-digest referring to the URL's own earlier
+// capture), queues no corpus record and follows no links (the page did not change); a
+// changed page is archived, parsed and sent to the corpus as a new version. Sitemaps'
+// changefreq and lastmod give a page's first interval (ChangeHint).
+//
+// # The cluster layer
+//
+// Package cluster's doc draws how a node takes part in a crawl with its peers (fence,
+// route, handoff, the leader's upkeep) and the handoff protocol, and lists its decisions.
+package node
