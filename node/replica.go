@@ -12,7 +12,7 @@ package node
 //
 // Each round (ClusterConfig.ReplicaInterval, 1 s by default) the owner exports, per held
 // partition, the frontier keys written or deleted since the Badger version its backup
-// acknowledged last (frontier.ExportPartitionSinceTxn), and streams them, zstd-compressed, in
+// acknowledged last (frontier.View.ExportPartitionSince), and streams them, zstd-compressed, in
 // one request per backup. Every partition and the outbox of a round are read from one
 // Badger snapshot: a consistent cut. A page's links (a redirect's target) are committed,
 // in other partitions or the outbox, before the page is recorded fetched, so a cut that
@@ -44,7 +44,7 @@ package node
 // (the feed started after it, or the partition overflowed the log's bound and was
 // dropped from it) and a log that is not running take the full pass: one pass per key
 // family over the partitions whose copies stand at one version
-// (frontier.ExportPartitionsSinceTxn), else partition by partition.
+// (frontier.View.ExportPartitionsSince), else partition by partition.
 //
 // The backup applies a request's sections in one write batch, flushed at its end, and
 // checks each against the copy's meta as it keeps it in memory (in step with Badger's).
@@ -172,7 +172,7 @@ type replicator struct {
 	db       *badger.DB
 	// export is frontier.ExportPartitionSince, or exportOutbox for outboxSlot.
 	export func(p uint16, since uint64, fn func(family byte, key, value []byte, deleted bool) error) (uint64, error)
-	// exportMany is frontier.ExportPartitionsSinceTxn from the round's snapshot (nil: every
+	// exportMany is frontier.View.ExportPartitionsSince from the round's snapshot (nil: every
 	// partition goes through export).
 	exportMany func(parts []uint16, since uint64, fn func(p uint16, family byte, key, value []byte, deleted bool) error) (uint64, error)
 
@@ -196,7 +196,7 @@ type replicator struct {
 	// of every backup's request alike, and snapAt when it was taken. Set by round for all
 	// its sends (or by encode for itself when called alone); only the goroutine running
 	// the round's current encode reads it.
-	snap   *badger.Txn
+	snap   *frontier.View
 	snapAt time.Time
 	// scan is what the round read ahead for every backup's request and both phases
 	// (prefetch); nil outside a round or when there was nothing to share.
@@ -242,9 +242,8 @@ func newReplicator(c *cluster, interval time.Duration) *replicator {
 		owner, _ := c.ownerOf(p)
 		return owner == c.self
 	}
-	front := c.n.front
 	r.exportMany = func(parts []uint16, since uint64, fn func(uint16, byte, []byte, []byte, bool) error) (uint64, error) {
-		return front.ExportPartitionsSinceTxn(r.snap, parts, since, fn)
+		return r.snap.ExportPartitionsSince(parts, since, fn)
 	}
 	r.changes = newChangeLog(r.db)
 	return r
@@ -257,7 +256,7 @@ func (r *replicator) frontierExport(front *frontier.Frontier) func(uint16, uint6
 		if p == outboxSlot {
 			return r.exportOutbox(since, fn)
 		}
-		return front.ExportPartitionSinceTxn(r.snap, p, since, fn)
+		return r.snap.ExportPartitionSince(p, since, fn)
 	}
 }
 
@@ -265,11 +264,11 @@ func (r *replicator) frontierExport(front *frontier.Frontier) func(uint16, uint6
 // from it are at least that old.
 func (r *replicator) openSnap() {
 	r.snapAt = time.Now()
-	r.snap = r.db.NewTransaction(false)
+	r.snap = frontier.OpenView(r.db)
 }
 
 func (r *replicator) closeSnap() {
-	r.snap.Discard()
+	r.snap.Close()
 	r.snap = nil
 	r.scan = nil
 }
@@ -320,7 +319,7 @@ const maxRoundScanBytes = 32 << 20
 // family, those of the rest whose copy stands at the most common version. Called by round
 // with the snapshot open.
 func (r *replicator) prefetch(ctx context.Context, groups map[string][]uint16) {
-	readTs := r.snap.ReadTs()
+	readTs := r.snap.Version()
 	sc := &roundScan{version: readTs, parts: map[uint16]scanPart{}}
 	size := 0
 	errTooLarge := errors.New("round scan too large")
@@ -371,7 +370,7 @@ func (r *replicator) prefetch(ctx context.Context, groups map[string][]uint16) {
 					} else {
 						r.logReads.Add(1)
 						one[0] = ck.key
-						err = frontier.ExportKeysTxn(r.snap, one, read)
+						err = r.snap.ExportKeys(one, read)
 					}
 					if err != nil {
 						break
@@ -1022,7 +1021,7 @@ func (r *replicator) encodePhase(w *bufio.Writer, parts []uint16, phase int, don
 
 // exportOutbox is ExportPartitionSince for the outbox's keys.
 func (r *replicator) exportOutbox(since uint64, fn func(byte, []byte, []byte, bool) error) (uint64, error) {
-	return frontier.ExportSinceTxn(r.snap, since, fn, []byte{forward.KeyPrefix})
+	return r.snap.ExportSince(since, fn, []byte{forward.KeyPrefix})
 }
 
 type countWriter struct {

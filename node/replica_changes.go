@@ -19,7 +19,7 @@ import (
 // changeLog keeps, per partition (and outboxSlot for the outbox), the keys committed to
 // the frontier's exported families and the outbox, with their commit versions, as
 // Badger's feed of committed writes (DB.Subscribe) reports them. A replica round reads
-// just those keys from its snapshot (frontier.ExportKeysTxn) instead of stepping over
+// just those keys from its snapshot (frontier.View.ExportKeys) instead of stepping over
 // every version Badger holds since the copy's version. Every writer of the DB is in the
 // feed (adds, completions, retries, host clocks, imports, deletions, the outbox), so no
 // writer has to report its keys; Badger's DropPrefix is the one write the feed does not
@@ -28,7 +28,7 @@ import (
 // What it promises (covers): for a slot whose copy stands at version since, when
 // since >= max(base, from[slot]) and every commit up to the snapshot's read version has
 // been delivered (cut), the slot's keys with a version in (since, readTs] are exactly
-// the keys ExportSinceTxn would report from that snapshot. Why: Badger hands commits to
+// the keys View.ExportSince would report from that snapshot. Why: Badger hands commits to
 // the feed in commit-version order (one write goroutine; commit versions are taken and
 // queued under one lock), so once a version v is delivered every commit below it has
 // been; base is the first version delivered, after which nothing is missed.
@@ -43,7 +43,7 @@ import (
 //
 // Bounded: past maxChangedPerSlot keys in one slot, or maxChangedKeys in all, a slot's
 // keys are dropped and from[slot] moves to the version at hand; the copies standing
-// below it take the full pass (ExportPartitionsSinceTxn or ExportSinceTxn) once. Values
+// below it take the full pass (View.ExportPartitionsSince or View.ExportSince) once. Values
 // past maxChangedValueBytes in all are not kept (their keys are read).
 type changeLog struct {
 	db      *badger.DB
@@ -290,7 +290,7 @@ type changedKey struct {
 }
 
 // changed returns the keys of slot with a commit version in (since, readTs], in the
-// order ExportPartitionSinceTxn (or the outbox's ExportSinceTxn) streams them, with the
+// order View.ExportPartitionSince (or the outbox's View.ExportSince) streams them, with the
 // value of those whose newest commit is the one the snapshot sees; false when the log
 // does not cover slot from since. Call it after cut(readTs).
 func (cl *changeLog) changed(slot uint16, since, readTs uint64) ([]changedKey, bool) {

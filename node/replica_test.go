@@ -640,7 +640,7 @@ func TestReplicaRoundScanMatchesPerPartitionExport(t *testing.T) {
 	snd.db = db
 	snd.export = snd.frontierExport(f)
 	snd.exportMany = func(parts []uint16, since uint64, fn func(uint16, byte, []byte, []byte, bool) error) (uint64, error) {
-		return f.ExportPartitionsSinceTxn(snd.snap, parts, since, fn)
+		return snd.snap.ExportPartitionsSince(parts, since, fn)
 	}
 	txn := db.NewTransaction(false)
 	since := txn.ReadTs()
@@ -716,7 +716,7 @@ func TestReplicaChangedKeysMatchExport(t *testing.T) {
 	snd.db = db
 	snd.export = snd.frontierExport(f)
 	snd.exportMany = func(parts []uint16, since uint64, fn func(uint16, byte, []byte, []byte, bool) error) (uint64, error) {
-		return f.ExportPartitionsSinceTxn(snd.snap, parts, since, fn)
+		return snd.snap.ExportPartitionsSince(parts, since, fn)
 	}
 	snd.changes = newChangeLog(db)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -798,7 +798,7 @@ func TestReplicaChangedKeysMatchExport(t *testing.T) {
 	// before it).
 	add(1)
 	snd.openSnap()
-	since := snd.snap.ReadTs()
+	since := snd.snap.Version()
 	if !snd.changes.cut(ctx, since) {
 		t.Fatal("the change log's feed did not deliver")
 	}
@@ -891,7 +891,7 @@ func TestReplicaChangedKeysMatchExport(t *testing.T) {
 		t.Helper()
 		snd.openSnap()
 		defer snd.closeSnap()
-		readTs := snd.snap.ReadTs()
+		readTs := snd.snap.Version()
 		liveNext := outboxKeysIn(t, snd.snap)
 		inFlight() // committed after the snapshot: the next round's
 		keyed := snd.keyed.Load()
@@ -1005,14 +1005,15 @@ func TestReplicaChangedKeysMatchExport(t *testing.T) {
 	}
 }
 
-// outboxKeysIn returns the outbox keys txn sees.
-func outboxKeysIn(t *testing.T, txn *badger.Txn) map[string]bool {
+// outboxKeysIn returns the outbox keys v sees.
+func outboxKeysIn(t *testing.T, v *frontier.View) map[string]bool {
 	t.Helper()
 	keys := map[string]bool{}
-	it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{forward.KeyPrefix}})
-	defer it.Close()
-	for it.Rewind(); it.Valid(); it.Next() {
-		keys[string(it.Item().KeyCopy(nil))] = true
+	if _, err := v.ExportSince(0, func(_ byte, k, _ []byte, _ bool) error {
+		keys[string(k)] = true
+		return nil
+	}, []byte{forward.KeyPrefix}); err != nil {
+		t.Fatal(err)
 	}
 	return keys
 }
@@ -1107,7 +1108,7 @@ func BenchmarkReplicaRoundExport(b *testing.B) {
 	snd.db = db
 	snd.export = snd.frontierExport(f)
 	snd.exportMany = func(parts []uint16, since uint64, fn func(uint16, byte, []byte, []byte, bool) error) (uint64, error) {
-		return f.ExportPartitionsSinceTxn(snd.snap, parts, since, fn)
+		return snd.snap.ExportPartitionsSince(parts, since, fn)
 	}
 	changes := newChangeLog(db)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -1137,7 +1138,7 @@ func BenchmarkReplicaRoundExport(b *testing.B) {
 	add(100_000, 0)
 	snd.changes = changes
 	snd.openSnap()
-	since := snd.snap.ReadTs()
+	since := snd.snap.Version()
 	if !changes.cut(ctx, since) {
 		b.Fatal("no feed")
 	}
