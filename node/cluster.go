@@ -59,6 +59,7 @@ import (
 	"github.com/crawlnode/crawlnode/forward"
 	"github.com/crawlnode/crawlnode/frontier"
 	"github.com/crawlnode/crawlnode/gossip"
+	"github.com/crawlnode/crawlnode/replica"
 	"github.com/crawlnode/crawlnode/ring"
 )
 
@@ -86,7 +87,7 @@ type ClusterConfig struct {
 	// dead node's partitions sooner.
 	Grace time.Duration
 	// ReplicaInterval is how often each held partition's changes are copied to its backup
-	// node (see replica.go). Default 1s; negative: no replicas (a node lost for good
+	// node (see package replica). Default 1s; negative: no replicas (a node lost for good
 	// loses what it held).
 	ReplicaInterval time.Duration
 }
@@ -172,7 +173,7 @@ type cluster struct {
 	ringMu  sync.Mutex
 	ring    ringCache // ringNow's
 	altRing ringCache // ringOf's
-	repl    *replicator
+	repl    *replica.Replicator
 
 	// routeMu orders local frontier adds (read side: route, forward receive, outbox
 	// Local) against the start of a handoff (write side), so that no add decided on the
@@ -347,7 +348,7 @@ func (c *cluster) start(ctx context.Context, httpAddr string) error {
 	c.wg.Add(1)
 	go func() { defer c.wg.Done(); c.loop(ctx) }()
 	c.wg.Add(1)
-	go func() { defer c.wg.Done(); c.repl.run(ctx) }()
+	go func() { defer c.wg.Done(); c.repl.Run(ctx) }()
 	c.started.Store(true)
 	return nil
 }
@@ -537,7 +538,7 @@ func (c *cluster) mayFetch(p uint16) bool {
 
 // fence pauses the partitions this node may not fetch and resumes the others.
 func (c *cluster) fence() {
-	blocked := c.repl.blocked()
+	blocked := c.repl.Blocked()
 	for p := range ring.PartitionCount {
 		owns := c.owns(uint16(p))
 		c.mu.Lock()

@@ -16,6 +16,7 @@ import (
 	"github.com/crawlnode/crawlnode/control"
 	"github.com/crawlnode/crawlnode/forward"
 	"github.com/crawlnode/crawlnode/gossip"
+	"github.com/crawlnode/crawlnode/replica"
 	"github.com/crawlnode/crawlnode/ring"
 )
 
@@ -28,7 +29,7 @@ func (n *Node) internalHandler() http.Handler {
 	mux.Handle("POST "+forward.LinksPath, forward.HandlerSync(c.receiveLinks, c.linksCopied))
 	mux.HandleFunc("POST /internal/v1/partitions/{p}", c.importHandler)
 	mux.HandleFunc("POST /internal/v1/raft/apply", c.applyHandler)
-	mux.HandleFunc("POST "+replicaPath, c.repl.receive)
+	mux.HandleFunc("POST "+replica.Path, c.repl.Receive)
 	mux.HandleFunc("GET /internal/v1/raft/index", func(w http.ResponseWriter, r *http.Request) {
 		// Only the controller must exist: peers ask the leader for its index and forward
 		// commands to it while it may still be joining gossip.
@@ -132,7 +133,7 @@ type ClusterView struct {
 	BytesPerLink   float64 `json:"bytes_per_link"`
 	OutboxLinks    int     `json:"outbox_links"`
 	// Replication of this node's partitions to their backups, and copies held here.
-	Replicas ReplicaStats `json:"replicas"`
+	Replicas replica.Stats `json:"replicas"`
 }
 
 // ClusterMember is one member of ClusterView.
@@ -166,7 +167,7 @@ func (n *Node) Cluster() ClusterView {
 		HandoffSeconds: time.Duration(c.stats.handoffNanos.Load()).Seconds(),
 		Imports:        c.stats.imports.Load(), Swept: c.stats.swept.Load(), ForcedLeases: c.stats.forced.Load(),
 		ForwardedLinks: os.SentLinks, ForwardedBytes: os.SentBytes, BytesPerLink: os.BytesPerLink, OutboxLinks: os.Queued,
-		Replicas: c.repl.stats()}
+		Replicas: c.repl.Stats()}
 	owned := map[string]int{}
 	for p, l := range t.leases {
 		v.Leases = append(v.Leases, LeaseView{Partition: p, Owner: l.Owner, Epoch: l.Epoch})
@@ -310,11 +311,12 @@ func (n *Node) clusterStatus(ctx context.Context) ClusterStatus {
 func (n *Node) TransferStats() []any {
 	c := n.cl
 	os := c.out.Stats()
+	rs := c.repl.Counters()
 	return []any{"forwarded_links", os.SentLinks, "forwarded_bytes", os.SentBytes, "bytes_per_link", fmt.Sprintf("%.1f", os.BytesPerLink),
 		"handoffs", c.stats.handoffs.Load(), "handoff_bytes", c.stats.handoffBytes.Load(),
 		"handoff_seconds", fmt.Sprintf("%.3f", time.Duration(c.stats.handoffNanos.Load()).Seconds()), "imports", c.stats.imports.Load(),
-		"replica_bytes", c.repl.bytesSent.Load(), "replica_records", c.repl.records.Load(), "replica_rounds", c.repl.rounds.Load(),
-		"replica_lag_max_seconds", fmt.Sprintf("%.3f", time.Duration(c.repl.lagMax.Load()).Seconds()), "replica_promotions", c.repl.promoted.Load()}
+		"replica_bytes", rs.Bytes, "replica_records", rs.Records, "replica_rounds", rs.Rounds,
+		"replica_lag_max_seconds", fmt.Sprintf("%.3f", rs.LagMax.Seconds()), "replica_promotions", rs.Promoted}
 }
 
 // GossipAddr is the address peers give to --join to reach this node ("" before Run has

@@ -360,8 +360,7 @@ func (c *cluster) receiveLinks(_ context.Context, _ string, pl forward.Partition
 // anyway (counted in replica_ack_unreplicated_total).
 func (c *cluster) linksCopied(ctx context.Context, committed []uint16) error {
 	at := time.Now()
-	if !c.repl.waitCopied(ctx, committed, at) && ctx.Err() == nil {
-		c.repl.ackUncopied.Add(1)
+	if !c.repl.WaitCopied(ctx, committed, at) && ctx.Err() == nil {
 		c.log.Debug("forwarded links acknowledged before their replica round", "partitions", len(committed))
 	}
 	return nil

@@ -1,4 +1,4 @@
-package node
+package replica
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/crawlnode/crawlnode/forward"
 	"github.com/crawlnode/crawlnode/frontier"
+	"github.com/crawlnode/crawlnode/internal/keyspace"
 	"github.com/crawlnode/crawlnode/ring"
 )
 
@@ -103,7 +104,7 @@ const (
 // changeMarkKey is written when a round needs the feed to pass its snapshot's version
 // and no other write comes: a replica pseudo-partition no copy uses (held and clear stop
 // at outboxSlot).
-var changeMarkKey = []byte{famReplica, 0xff, 0xff, 'c', 'u', 't'}
+var changeMarkKey = []byte{keyspace.Replica, 0xff, 0xff, 'c', 'u', 't'}
 
 func newChangeLog(db *badger.DB) *changeLog {
 	cl := &changeLog{db: db, slots: map[uint16]map[string]keyChange{}, seenCh: make(chan struct{})}
