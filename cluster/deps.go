@@ -47,9 +47,9 @@ type Host interface {
 type Replication interface {
 	Run(ctx context.Context)
 	Blocked() map[uint16]bool
+	// WaitCopied waits until the backups of parts hold what was committed before
+	// committed; false when it gave up (it counts that itself).
 	WaitCopied(ctx context.Context, parts []uint16, committed time.Time) bool
-	// NoteUncopied counts links acknowledged before a copy held them.
-	NoteUncopied()
 }
 
 // noReplication is the Replication of a cluster built without one.
@@ -58,7 +58,6 @@ type noReplication struct{}
 func (noReplication) Run(ctx context.Context)                              { <-ctx.Done() }
 func (noReplication) Blocked() map[uint16]bool                             { return nil }
 func (noReplication) WaitCopied(context.Context, []uint16, time.Time) bool { return true }
-func (noReplication) NoteUncopied()                                        {}
 
 // Deps are what a Cluster is built from besides its Config: the node's name, data
 // directory, Badger DB (the outbox lives in it), frontier and hooks.

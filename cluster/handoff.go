@@ -345,7 +345,6 @@ func (c *Cluster) receiveLinks(_ context.Context, _ string, pl forward.Partition
 func (c *Cluster) linksCopied(ctx context.Context, committed []uint16) error {
 	at := time.Now()
 	if !c.repl.WaitCopied(ctx, committed, at) && ctx.Err() == nil {
-		c.repl.NoteUncopied()
 		c.log.Debug("forwarded links acknowledged before their replica round", "partitions", len(committed))
 	}
 	return nil

@@ -192,7 +192,7 @@ func entryCount(v []byte) (int, bool) {
 }
 
 // KeyPrefix is the first byte of every outbox key in the node's Badger: a node copies its
-// outbox's keys to a backup (node/replica.go), which sends them on if the node is lost.
+// outbox's keys to a backup (package replica), which sends them on if the node is lost.
 // The copy relies on how the Outbox writes them: a key is set once, with a sequence
 // number no other key of this Outbox had, to a value that is never empty, and is never
 // set again, only deleted (once sent).

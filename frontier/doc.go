@@ -173,4 +173,8 @@
 //     local seen record, re-keyed with local sequence numbers; host state: the more
 //     cautious); DropPartition deletes with tombstones, not DropPrefix, because badger's
 //     DropPrefix fails every concurrent write in the DB with ErrBlockedWrites.
+//   - Exports for replicas (view.go) read from a View, a read snapshot of the DB that
+//     hides Badger's transaction: callers outside the frontier never hold a *badger.Txn.
+//     Exports of several partitions (and the outbox's keys) from one View are one
+//     consistent cut, what a replica round needs.
 package frontier

@@ -1,7 +1,6 @@
 package frontier
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -261,27 +260,9 @@ func (f *Frontier) ExportPartition(p uint16, fn func(family byte, key, value []b
 // when the replica is imported (ImportPartition's merge rules), at worst one repeated
 // fetch, never a lost URL.
 func (f *Frontier) ExportPartitionSince(p uint16, since uint64, fn func(family byte, key, value []byte, deleted bool) error) (uint64, error) {
-	txn := f.db.NewTransaction(false)
-	defer txn.Discard()
-	return f.ExportPartitionSinceTxn(txn, p, since, fn)
-}
-
-// ExportPartitionSinceTxn is ExportPartitionSince reading from txn, a read transaction of
-// the frontier's DB (Config.DB) that the caller discards. Exports of several partitions
-// (and of other keys of the DB) from one txn are one consistent cut: a URL queued in one
-// partition by a page recorded fetched in another (a redirect, a link) is in the cut if
-// the fetch is. A replica built from separate snapshots could show the page fetched and
-// not the link, and lose the link when it is promoted.
-func (f *Frontier) ExportPartitionSinceTxn(txn *badger.Txn, p uint16, since uint64, fn func(family byte, key, value []byte, deleted bool) error) (uint64, error) {
-	prefixes := make([][]byte, len(exportFamilies))
-	for i, fam := range exportFamilies {
-		prefixes[i] = famPrefix(fam, p)
-	}
-	readTs, err := ExportSinceTxn(txn, since, fn, prefixes...)
-	if err != nil {
-		return 0, fmt.Errorf("frontier: export partition %d since %d: %w", p, since, err)
-	}
-	return readTs, nil
+	v := OpenView(f.db)
+	defer v.Close()
+	return v.ExportPartitionSince(p, since, fn)
 }
 
 // Completes reports whether a change that ExportSince reports (family, value, deleted)
@@ -299,111 +280,6 @@ func Completes(family byte, value []byte, deleted bool) bool {
 	}
 	sr, err := decodeSeen(value)
 	return err == nil && sr.State != StateQueued
-}
-
-// ExportSince calls fn, prefix by prefix from one read snapshot, for every key under the
-// prefixes written or deleted after Badger version since (0: every live key), newest
-// value per key, deleted=true for a deletion; fn's family is the key's first byte. It
-// returns the snapshot's read version (the next call's since).
-func ExportSince(db *badger.DB, since uint64, fn func(family byte, key, value []byte, deleted bool) error, prefixes ...[]byte) (uint64, error) {
-	txn := db.NewTransaction(false)
-	defer txn.Discard()
-	return ExportSinceTxn(txn, since, fn, prefixes...)
-}
-
-// ExportSinceTxn is ExportSince reading from the read transaction txn (its snapshot).
-func ExportSinceTxn(txn *badger.Txn, since uint64, fn func(family byte, key, value []byte, deleted bool) error, prefixes ...[]byte) (uint64, error) {
-	return exportSinceTxn(txn, since, nil, fn, prefixes...)
-}
-
-// ExportKeysTxn calls fn, in the order of keys, for each key as the read transaction
-// txn's snapshot holds it: its value, or deleted=true (value nil) when the snapshot has
-// no live version of it. Given exactly the keys that have a version in (since,
-// txn.ReadTs()], it reports what ExportSinceTxn(txn, since, ...) reports for them,
-// without stepping over the versions of every other key (what a replica round does with
-// the keys it saw committed; see node/replica.go).
-func ExportKeysTxn(txn *badger.Txn, keys [][]byte, fn func(family byte, key, value []byte, deleted bool) error) error {
-	for _, k := range keys {
-		item, err := txn.Get(k)
-		switch {
-		case errors.Is(err, badger.ErrKeyNotFound):
-			err = fn(k[0], k, nil, true)
-		case err != nil:
-			return fmt.Errorf("frontier: export keys: %w", err)
-		default:
-			err = item.Value(func(v []byte) error { return fn(k[0], k, v, false) })
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// exportSinceTxn is ExportSinceTxn that skips, value unread, every key keep refuses
-// (nil keeps all).
-func exportSinceTxn(txn *badger.Txn, since uint64, keep func(key []byte) bool, fn func(family byte, key, value []byte, deleted bool) error, prefixes ...[]byte) (uint64, error) {
-	readTs := txn.ReadTs()
-	for _, prefix := range prefixes {
-		// With since > 0 every version is read: deletions are versions too.
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, SinceTs: since, AllVersions: since > 0})
-		var last []byte
-		for it.Rewind(); it.Valid(); it.Next() {
-			item := it.Item()
-			k := item.Key()
-			if last != nil && bytes.Equal(k, last) {
-				continue // an older version of the key just sent
-			}
-			last = append(last[:0], k...)
-			if keep != nil && !keep(k) {
-				continue
-			}
-			var err error
-			switch {
-			case item.IsDeletedOrExpired() && since == 0:
-			case item.IsDeletedOrExpired():
-				err = fn(k[0], k, nil, true)
-			default:
-				err = item.Value(func(v []byte) error { return fn(k[0], k, v, false) })
-			}
-			if err != nil {
-				it.Close()
-				return readTs, err
-			}
-		}
-		it.Close()
-	}
-	return readTs, nil
-}
-
-// ExportPartitionsSinceTxn is ExportPartitionSinceTxn for every partition in parts at
-// once, all from one since > 0: one iterator per family over all partitions instead of
-// one per partition and family. Positioning an iterator (a seek in every memtable and
-// every table newer than since) is most of the cost of a small delta, and a replica
-// round exports a hundred partitions or more, most with a handful of changes. fn
-// receives each change with its partition; a partition's changes come in the order
-// ExportPartitionSinceTxn gives them (family by family, keys in order). Keys of
-// partitions not in parts are skipped. It returns the read version of txn.
-func (f *Frontier) ExportPartitionsSinceTxn(txn *badger.Txn, parts []uint16, since uint64, fn func(p uint16, family byte, key, value []byte, deleted bool) error) (uint64, error) {
-	if since == 0 {
-		return 0, errors.New("frontier: export partitions: since must be > 0 (a full copy goes partition by partition)")
-	}
-	want := make([]bool, 1<<16)
-	for _, p := range parts {
-		want[p] = true
-	}
-	prefixes := make([][]byte, len(exportFamilies))
-	for i, fam := range exportFamilies {
-		prefixes[i] = []byte{fam}
-	}
-	keep := func(k []byte) bool { return len(k) >= 3 && want[binary.BigEndian.Uint16(k[1:3])] }
-	readTs, err := exportSinceTxn(txn, since, keep, func(fam byte, k, v []byte, deleted bool) error {
-		return fn(binary.BigEndian.Uint16(k[1:3]), fam, k, v, deleted)
-	}, prefixes...)
-	if err != nil {
-		return readTs, fmt.Errorf("frontier: export partitions since %d: %w", since, err)
-	}
-	return readTs, nil
 }
 
 // DropPartition deletes every key of partition p (families q, r, s, d, h) and forgets its

@@ -14,6 +14,7 @@ import (
 
 	"github.com/crawlnode/crawlnode/cluster"
 	"github.com/crawlnode/crawlnode/gossip"
+	"github.com/crawlnode/crawlnode/replica"
 	"github.com/crawlnode/crawlnode/ring"
 )
 
@@ -23,7 +24,7 @@ import (
 func (n *Node) internalHandler() http.Handler {
 	mux := http.NewServeMux()
 	n.cl.Routes(mux)
-	mux.HandleFunc("POST "+replicaPath, n.repl.receive)
+	mux.HandleFunc("POST "+replica.Path, n.repl.Receive)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "no route %s %s", r.Method, r.URL.Path)
 	})
@@ -71,7 +72,7 @@ type ClusterView struct {
 	BytesPerLink   float64 `json:"bytes_per_link"`
 	OutboxLinks    int     `json:"outbox_links"`
 	// Replication of this node's partitions to their backups, and copies held here.
-	Replicas ReplicaStats `json:"replicas"`
+	Replicas replica.Stats `json:"replicas"`
 }
 
 // ClusterMember is one member of ClusterView.
@@ -104,7 +105,7 @@ func (n *Node) Cluster() ClusterView {
 		Handoffs: ts.Handoffs, HandoffBytes: ts.HandoffBytes, HandoffSeconds: ts.HandoffTime.Seconds(),
 		Imports: ts.Imports, Swept: ts.Swept, ForcedLeases: ts.Forced,
 		ForwardedLinks: os.SentLinks, ForwardedBytes: os.SentBytes, BytesPerLink: os.BytesPerLink, OutboxLinks: os.Queued,
-		Replicas: n.repl.stats()}
+		Replicas: n.repl.Stats()}
 	owned := map[string]int{}
 	for p, l := range leases {
 		v.Leases = append(v.Leases, LeaseView{Partition: p, Owner: l.Owner, Epoch: l.Epoch})
@@ -248,12 +249,12 @@ func (n *Node) clusterStatus(ctx context.Context) ClusterStatus {
 func (n *Node) TransferStats() []any {
 	os := n.cl.Outbox().Stats()
 	ts := n.cl.Stats()
-	r := n.repl
+	rs := n.repl.Counters()
 	return []any{"forwarded_links", os.SentLinks, "forwarded_bytes", os.SentBytes, "bytes_per_link", fmt.Sprintf("%.1f", os.BytesPerLink),
 		"handoffs", ts.Handoffs, "handoff_bytes", ts.HandoffBytes,
 		"handoff_seconds", fmt.Sprintf("%.3f", ts.HandoffTime.Seconds()), "imports", ts.Imports,
-		"replica_bytes", r.bytesSent.Load(), "replica_records", r.records.Load(), "replica_rounds", r.rounds.Load(),
-		"replica_lag_max_seconds", fmt.Sprintf("%.3f", time.Duration(r.lagMax.Load()).Seconds()), "replica_promotions", r.promoted.Load()}
+		"replica_bytes", rs.Bytes, "replica_records", rs.Records, "replica_rounds", rs.Rounds,
+		"replica_lag_max_seconds", fmt.Sprintf("%.3f", rs.LagMax.Seconds()), "replica_promotions", rs.Promoted}
 }
 
 // GossipAddr is the address peers give to --join to reach this node ("" before Run has

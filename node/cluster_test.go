@@ -136,8 +136,8 @@ func TestClusterInProcess(t *testing.T) {
 		rep.Requests, rep.Coverage, rep.Reached, rep.MustReach, rep.DuplicateFetches,
 		n1.cl.Stats().Handoffs, n2.cl.Stats().Handoffs, n3.cl.Stats().Imports)
 	for _, n := range []*Node{n1, n2, n3} {
-		r := n.repl
-		t.Logf("%s replicas: rounds %d, sections from the change log %d, log overflows %d, resets %d", n.Name(), r.rounds.Load(), r.keyed.Load(), r.changes.overflows.Load(), r.resets.Load())
+		r := n.repl.Counters()
+		t.Logf("%s replicas: rounds %d, sections from the change log %d, log overflows %d, resets %d", n.Name(), r.Rounds, r.Keyed, r.LogOverflows, r.Resets)
 	}
 	if rep.Coverage < 1 {
 		t.Errorf("coverage %.4f, missing %v", rep.Coverage, rep.Missing[:min(10, len(rep.Missing))])

@@ -20,9 +20,8 @@
 //     cluster_api.go serves the cluster view, cluster-wide status, decommission, reads
 //     routed to a host's owner, and the internal listener (cluster.Routes plus
 //     replication's route).
-//   - Replication (replica.go, replica_changes.go; moving to package replica): every held
-//     partition and the outbox copied to a backup node; its design is written at the top
-//     of replica.go.
+//   - Replication: New builds the node's replica.Replicator over the cluster
+//     (replica_wiring.go); package replica's doc has its design.
 //   - The HTTP API: the public /v1 routes (api.go; moving to package api, whose doc lists
 //     them), the job configuration shared through Raft (job.go, whose rules are written at
 //     its top) and operator state such as pause and blocked domains (ops.go).
@@ -35,9 +34,9 @@
 // extract stage); the fast link scan in linkscan/; canonical URLs in urlnorm/; the outbox
 // and its wire format in forward/; partition streams in snapshot/; membership in gossip/;
 // placement in ring/; the Raft state machine in control/; membership, leases, fencing,
-// handoff, the sweep and completion in cluster/. Replication is being moved out of node/
-// into a package of its own (replica/), and the public API into api/
-// (docs/architecture.md keeps the current map).
+// handoff, the sweep and completion in cluster/; replication of partitions to backups in
+// replica/. The public API is being moved into api/ (docs/architecture.md keeps the
+// current map).
 //
 // # Data flow
 //

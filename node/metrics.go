@@ -7,6 +7,7 @@ import (
 
 	"github.com/crawlnode/crawlnode/fetch"
 	"github.com/crawlnode/crawlnode/frontier"
+	"github.com/crawlnode/crawlnode/replica"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -143,45 +144,35 @@ func newMetrics(n *Node) *metrics {
 		}
 		return float64(n.cl.Held())
 	})
-	repl := func(f func(r *replicator) int64) func() float64 {
+	repl := func(f func(rc replica.Counters) int64) func() float64 {
 		return func() float64 {
 			if n.repl == nil {
 				return 0
 			}
-			return float64(f(n.repl))
+			return float64(f(n.repl.Counters()))
 		}
 	}
-	counter("replica_bytes_total", "Wire bytes of partition changes sent to backup nodes.", nil, repl(func(r *replicator) int64 { return r.bytesSent.Load() }))
-	counter("replica_records_total", "Frontier records (set or deleted) sent to backup nodes.", nil, repl(func(r *replicator) int64 { return r.records.Load() }))
-	counter("replica_failures_total", "Replication rounds to a backup that failed (retried next round).", nil, repl(func(r *replicator) int64 { return r.failures.Load() }))
-	counter("replica_change_log_values_total", "Changed keys a replica round took from the change log without a read (their values, or an outbox deletion).", nil, repl(func(r *replicator) int64 { return r.logValues.Load() }))
-	counter("replica_change_log_reads_total", "Changed keys a replica round read from its snapshot (deletions other than the outbox's, keys written again since, values past the log's bound).", nil, repl(func(r *replicator) int64 { return r.logReads.Load() }))
-	counter("replica_resets_total", "Partitions a backup asked for in full (its copy did not start where the delta did).", nil, repl(func(r *replicator) int64 { return r.resets.Load() }))
-	counter("replica_change_log_cut_misses_total", "Replica rounds whose snapshot the change log had not reached within its wait: every partition took the full pass.", nil, repl(func(r *replicator) int64 { return r.cutMisses.Load() }))
-	counter("replica_change_log_misses_total", "Partition exports of a round whose copy stood below the change log's coverage (a start, or keys dropped at the log's bound): the full pass.", nil, repl(func(r *replicator) int64 { return r.logMisses.Load() }))
-	counter("replica_full_copies_total", "Partition sections sent whole to a backup (no copy there yet, a new backup, a reset).", nil, repl(func(r *replicator) int64 { return r.fullCopies.Load() }))
-	counter("replica_full_copy_records_total", "Frontier records sent in whole sections (part of replica_records_total).", nil, repl(func(r *replicator) int64 { return r.fullRecords.Load() }))
-	counter("replica_unscanned_exports_total", "Delta sections a round exported on their own, not from what it read ahead (the change log or the shared pass); counted in each phase of the round.", nil, repl(func(r *replicator) int64 { return r.unscanned.Load() }))
-	counter("replica_skipped_partitions_total", "Held partitions a replica round left out (no contact with the leader, the backup not alive to gossip): their copies resume from where they stood.", nil, repl(func(r *replicator) int64 { return r.skipped.Load() }))
-	counter("replica_change_log_overflows_total", "Times the change log dropped a partition's keys at its bound (that partition's next export takes the full pass).", nil, repl(func(r *replicator) int64 {
-		if r.changes == nil {
-			return 0
-		}
-		return r.changes.overflows.Load()
-	}))
-	counter("replica_outbox_entries_skipped_total", "Outbox entries replica rounds left out (a retried round counts them again): written and sent on (deleted) since the copy's version, so the copy never had them.", nil, repl(func(r *replicator) int64 {
-		if r.changes == nil {
-			return 0
-		}
-		return r.changes.skipped.Load()
-	}))
-	counter("replica_ack_unreplicated_total", "Forwarded link batches acknowledged before this node's backups held them (a backup too slow or down).", nil, repl(func(r *replicator) int64 { return r.ackUncopied.Load() }))
-	counter("replica_promotions_total", "Copies of a lost node's partitions merged into this node's frontier.", nil, repl(func(r *replicator) int64 { return r.promoted.Load() }))
+	counter("replica_bytes_total", "Wire bytes of partition changes sent to backup nodes.", nil, repl(func(rc replica.Counters) int64 { return rc.Bytes }))
+	counter("replica_records_total", "Frontier records (set or deleted) sent to backup nodes.", nil, repl(func(rc replica.Counters) int64 { return rc.Records }))
+	counter("replica_failures_total", "Replication rounds to a backup that failed (retried next round).", nil, repl(func(rc replica.Counters) int64 { return rc.Failures }))
+	counter("replica_change_log_values_total", "Changed keys a replica round took from the change log without a read (their values, or an outbox deletion).", nil, repl(func(rc replica.Counters) int64 { return rc.LogValues }))
+	counter("replica_change_log_reads_total", "Changed keys a replica round read from its snapshot (deletions other than the outbox's, keys written again since, values past the log's bound).", nil, repl(func(rc replica.Counters) int64 { return rc.LogReads }))
+	counter("replica_resets_total", "Partitions a backup asked for in full (its copy did not start where the delta did).", nil, repl(func(rc replica.Counters) int64 { return rc.Resets }))
+	counter("replica_change_log_cut_misses_total", "Replica rounds whose snapshot the change log had not reached within its wait: every partition took the full pass.", nil, repl(func(rc replica.Counters) int64 { return rc.CutMisses }))
+	counter("replica_change_log_misses_total", "Partition exports of a round whose copy stood below the change log's coverage (a start, or keys dropped at the log's bound): the full pass.", nil, repl(func(rc replica.Counters) int64 { return rc.LogMisses }))
+	counter("replica_full_copies_total", "Partition sections sent whole to a backup (no copy there yet, a new backup, a reset).", nil, repl(func(rc replica.Counters) int64 { return rc.FullCopies }))
+	counter("replica_full_copy_records_total", "Frontier records sent in whole sections (part of replica_records_total).", nil, repl(func(rc replica.Counters) int64 { return rc.FullRecords }))
+	counter("replica_unscanned_exports_total", "Delta sections a round exported on their own, not from what it read ahead (the change log or the shared pass); counted in each phase of the round.", nil, repl(func(rc replica.Counters) int64 { return rc.Unscanned }))
+	counter("replica_skipped_partitions_total", "Held partitions a replica round left out (no contact with the leader, the backup not alive to gossip): their copies resume from where they stood.", nil, repl(func(rc replica.Counters) int64 { return rc.Skipped }))
+	counter("replica_change_log_overflows_total", "Times the change log dropped a partition's keys at its bound (that partition's next export takes the full pass).", nil, repl(func(rc replica.Counters) int64 { return rc.LogOverflows }))
+	counter("replica_outbox_entries_skipped_total", "Outbox entries replica rounds left out (a retried round counts them again): written and sent on (deleted) since the copy's version, so the copy never had them.", nil, repl(func(rc replica.Counters) int64 { return rc.OutboxSkipped }))
+	counter("replica_ack_unreplicated_total", "Forwarded link batches acknowledged before this node's backups held them (a backup too slow or down).", nil, repl(func(rc replica.Counters) int64 { return rc.AckUncopied }))
+	counter("replica_promotions_total", "Copies of a lost node's partitions merged into this node's frontier.", nil, repl(func(rc replica.Counters) int64 { return rc.Promoted }))
 	gauge("replica_lag_seconds", "Age of the oldest backup copy of a partition this node holds (how much a loss of this node would undo).", func() float64 {
 		if n.repl == nil {
 			return 0
 		}
-		return time.Duration(n.repl.lagNanos.Load()).Seconds()
+		return n.repl.Counters().Lag.Seconds()
 	})
 	gauge("raft_leader", "1 while this node is the Raft leader.", func() float64 {
 		if n.cl != nil && n.cl.IsLeader() {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/crawlnode/crawlnode/cluster"
+	"github.com/crawlnode/crawlnode/replica"
 	"log/slog"
 	"runtime"
 	"sync"
@@ -301,7 +302,7 @@ type Node struct {
 	tdm    *hostCache[*tdmPolicy]
 	met    *metrics
 	cl     *cluster.Cluster
-	repl   *replicator            // the node's replication, run by cl
+	repl   *replica.Replicator    // the node's replication, run by cl
 	ua     atomic.Pointer[string] // the user agent now (the job configuration may change it)
 	delay  atomic.Int64           // the default per-host delay now (ns), likewise
 	bfs    atomic.Bool            // breadth-first order: no OPIC cash (Config.Priority, job)
@@ -437,7 +438,7 @@ func New(cfg Config) (*Node, error) {
 	n.cl, err = cluster.New(cfg.Cluster, cluster.Deps{
 		Self: n.dir.Node, DataDir: n.dir.Path, DB: n.db, Frontier: n.front, Host: clusterHost{n},
 		NewReplication: func(c *cluster.Cluster, interval time.Duration) cluster.Replication {
-			n.repl = newReplicator(c, interval, n.db, n.front, cfg.Logger)
+			n.repl = n.newReplicator(c, interval, cfg.Logger)
 			return n.repl
 		},
 		Logger: cfg.Logger, APIToken: cfg.APIToken, Version: Version, DataFormat: dataFormat,

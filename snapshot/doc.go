@@ -25,6 +25,9 @@
 //	          streamCRC = CRC32C of every byte before the trailer; trailerCRC of the trailer before it
 //	then the end of the stream (trailing bytes are corruption).
 //
+// The uvarint length-prefixed fields are internal/wire's, shared with the replica
+// stream (package replica); TestWireBytesFixed pins the bytes.
+//
 // Decisions where the design is silent:
 //   - Limits: keys at most MaxKey (4 KiB), values at most MaxValue (16 MiB), a block's raw
 //     size at most MaxBlock, the header at most 4 KiB. A reader never allocates more than a

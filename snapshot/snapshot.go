@@ -5,12 +5,13 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash"
 	"hash/crc32"
 	"io"
 	"time"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/crawlnode/crawlnode/internal/wire"
 )
 
 // Sentinel errors.
@@ -70,20 +71,6 @@ type Stats struct {
 	Bytes    int64 // bytes on the wire, header and trailer included
 }
 
-// countWriter counts and checksums everything written.
-type countWriter struct {
-	w   io.Writer
-	n   int64
-	crc hash.Hash32
-}
-
-func (c *countWriter) Write(b []byte) (int, error) {
-	n, err := c.w.Write(b)
-	c.n += int64(n)
-	c.crc.Write(b[:n])
-	return n, err
-}
-
 // Write writes a snapshot stream to w: the header h, then every record export yields,
 // then the trailer. export calls fn once per record; key and value need only be valid
 // during the call. An error from export or fn stops the stream (no trailer is written, so
@@ -96,18 +83,17 @@ func Write(w io.Writer, h Header, export func(fn func(family byte, key, value []
 	if len(h.From) > maxName || len(h.To) > maxName {
 		return st, fmt.Errorf("%w: node name over %d bytes", ErrTooLarge, maxName)
 	}
-	cw := &countWriter{w: w, crc: crc32.New(castagnoli)}
+	crc := crc32.New(castagnoli)
+	cw := &wire.Counter{W: w, Sum: crc}
 	bw := bufio.NewWriterSize(cw, 64<<10)
-	flushStats := func() { st.Bytes = cw.n }
+	flushStats := func() { st.Bytes = cw.N }
 
 	hdr := make([]byte, 0, 64+len(h.From)+len(h.To))
 	hdr = binary.BigEndian.AppendUint16(hdr, h.Partition)
 	hdr = binary.BigEndian.AppendUint64(hdr, h.Epoch)
 	hdr = binary.BigEndian.AppendUint64(hdr, uint64(h.Created.UnixNano()))
-	hdr = binary.AppendUvarint(hdr, uint64(len(h.From)))
-	hdr = append(hdr, h.From...)
-	hdr = binary.AppendUvarint(hdr, uint64(len(h.To)))
-	hdr = append(hdr, h.To...)
+	hdr = wire.AppendBytes(hdr, []byte(h.From))
+	hdr = wire.AppendBytes(hdr, []byte(h.To))
 	pre := make([]byte, 0, 18+len(hdr)+4)
 	pre = append(pre, magic...)
 	pre = binary.BigEndian.AppendUint16(pre, Version)
@@ -154,10 +140,8 @@ func Write(w io.Writer, h Header, export func(fn func(family byte, key, value []
 			return fmt.Errorf("%w: key %d bytes, value %d bytes", ErrTooLarge, len(k), len(v))
 		}
 		raw = append(raw, fam)
-		raw = binary.AppendUvarint(raw, uint64(len(k)))
-		raw = append(raw, k...)
-		raw = binary.AppendUvarint(raw, uint64(len(v)))
-		raw = append(raw, v...)
+		raw = wire.AppendBytes(raw, k)
+		raw = wire.AppendBytes(raw, v)
 		inBlock++
 		st.Records++
 		if len(raw) >= BlockSize {
@@ -182,7 +166,7 @@ func Write(w io.Writer, h Header, export func(fn func(family byte, key, value []
 	binary.BigEndian.PutUint64(tr[1:], uint64(st.Records))
 	binary.BigEndian.PutUint64(tr[9:], uint64(st.Blocks))
 	binary.BigEndian.PutUint64(tr[17:], uint64(st.RawBytes))
-	binary.BigEndian.PutUint32(tr[25:], cw.crc.Sum32())
+	binary.BigEndian.PutUint32(tr[25:], crc.Sum32())
 	binary.BigEndian.PutUint32(tr[29:], crc32.Checksum(tr[:29], castagnoli))
 	if _, err := cw.Write(tr[:]); err != nil {
 		flushStats()
@@ -256,13 +240,9 @@ func parseHeader(b []byte) (Header, error) {
 	h.Created = time.Unix(0, int64(binary.BigEndian.Uint64(b[10:])))
 	b = b[18:]
 	str := func() (string, bool) {
-		l, n := binary.Uvarint(b)
-		if n <= 0 || l > maxName || l > uint64(len(b)-n) {
-			return "", false
-		}
-		s := string(b[n : n+int(l)])
-		b = b[n+int(l):]
-		return s, true
+		f, rest, ok := wire.CutBytes(b, maxName)
+		b = rest
+		return string(f), ok
 	}
 	var ok1, ok2 bool
 	h.From, ok1 = str()
@@ -329,18 +309,15 @@ func (rd *Reader) Next() (family byte, key, value []byte, err error) {
 	}
 	fam := b[0]
 	b = b[1:]
-	kl, n := binary.Uvarint(b)
-	if n <= 0 || kl == 0 || kl > MaxKey || kl > uint64(len(b)-n) {
+	k, b, ok := wire.CutBytes(b, MaxKey)
+	if !ok || len(k) == 0 {
 		return rd.fail(fmt.Errorf("%w: key length", ErrCorrupt))
 	}
-	k := b[n : n+int(kl)]
-	b = b[n+int(kl):]
-	vl, n := binary.Uvarint(b)
-	if n <= 0 || vl > MaxValue || vl > uint64(len(b)-n) {
+	v, b, ok := wire.CutBytes(b, MaxValue)
+	if !ok {
 		return rd.fail(fmt.Errorf("%w: value length", ErrCorrupt))
 	}
-	v := b[n : n+int(vl)]
-	rd.rest = b[n+int(vl):]
+	rd.rest = b
 	rd.left--
 	rd.st.Records++
 	return fam, k, v, nil

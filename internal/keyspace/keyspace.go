@@ -39,8 +39,11 @@ const (
 	NodeJob     = 'j' // "jops", "jscope": the node's operator state and crawl scope
 	NodePayload = 'p' // p|digest -> the first WARC record with that payload (revisit records)
 
-	// replica: copies of peers' partitions, kept apart from the frontier's own keys.
-	Replica = 'R' // R|part|frontier key -> a copied key; R|part|0x00 -> the copy's meta
+	// replica (package replica): copies of peers' partitions and outboxes, kept apart
+	// from the frontier's own keys. R|slot|frontier or outbox key -> a copied key;
+	// R|slot|0x00 -> the copy's meta (slot: the partition, or an outbox slot from
+	// ring.PartitionCount up); R|0xffff|"cut" -> the change log's marker write.
+	Replica = 'R'
 
 	// badgerInternal is Badger's own "!badger!" prefix.
 	badgerInternal = '!'

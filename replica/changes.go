@@ -1,4 +1,4 @@
-package node
+package replica
 
 import (
 	"context"
@@ -13,13 +13,14 @@ import (
 
 	"github.com/crawlnode/crawlnode/forward"
 	"github.com/crawlnode/crawlnode/frontier"
+	"github.com/crawlnode/crawlnode/internal/keyspace"
 	"github.com/crawlnode/crawlnode/ring"
 )
 
 // changeLog keeps, per partition (and outboxSlot for the outbox), the keys committed to
 // the frontier's exported families and the outbox, with their commit versions, as
 // Badger's feed of committed writes (DB.Subscribe) reports them. A replica round reads
-// just those keys from its snapshot (frontier.ExportKeysTxn) instead of stepping over
+// just those keys from its snapshot (frontier.View.ExportKeys) instead of stepping over
 // every version Badger holds since the copy's version. Every writer of the DB is in the
 // feed (adds, completions, retries, host clocks, imports, deletions, the outbox), so no
 // writer has to report its keys; Badger's DropPrefix is the one write the feed does not
@@ -28,7 +29,7 @@ import (
 // What it promises (covers): for a slot whose copy stands at version since, when
 // since >= max(base, from[slot]) and every commit up to the snapshot's read version has
 // been delivered (cut), the slot's keys with a version in (since, readTs] are exactly
-// the keys ExportSinceTxn would report from that snapshot. Why: Badger hands commits to
+// the keys View.ExportSince would report from that snapshot. Why: Badger hands commits to
 // the feed in commit-version order (one write goroutine; commit versions are taken and
 // queued under one lock), so once a version v is delivered every commit below it has
 // been; base is the first version delivered, after which nothing is missed.
@@ -43,7 +44,7 @@ import (
 //
 // Bounded: past maxChangedPerSlot keys in one slot, or maxChangedKeys in all, a slot's
 // keys are dropped and from[slot] moves to the version at hand; the copies standing
-// below it take the full pass (ExportPartitionsSinceTxn or ExportSinceTxn) once. Values
+// below it take the full pass (View.ExportPartitionsSince or View.ExportSince) once. Values
 // past maxChangedValueBytes in all are not kept (their keys are read).
 type changeLog struct {
 	db      *badger.DB
@@ -103,7 +104,7 @@ const (
 // changeMarkKey is written when a round needs the feed to pass its snapshot's version
 // and no other write comes: a replica pseudo-partition no copy uses (held and clear stop
 // at outboxSlot).
-var changeMarkKey = []byte{famReplica, 0xff, 0xff, 'c', 'u', 't'}
+var changeMarkKey = []byte{keyspace.Replica, 0xff, 0xff, 'c', 'u', 't'}
 
 func newChangeLog(db *badger.DB) *changeLog {
 	cl := &changeLog{db: db, slots: map[uint16]map[string]keyChange{}, seenCh: make(chan struct{})}
@@ -290,7 +291,7 @@ type changedKey struct {
 }
 
 // changed returns the keys of slot with a commit version in (since, readTs], in the
-// order ExportPartitionSinceTxn (or the outbox's ExportSinceTxn) streams them, with the
+// order View.ExportPartitionSince (or the outbox's View.ExportSince) streams them, with the
 // value of those whose newest commit is the one the snapshot sees; false when the log
 // does not cover slot from since. Call it after cut(readTs).
 func (cl *changeLog) changed(slot uint16, since, readTs uint64) ([]changedKey, bool) {
