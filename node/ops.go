@@ -12,6 +12,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 	"golang.org/x/net/idna"
 
+	"github.com/crawlnode/crawlnode/api"
 	"github.com/crawlnode/crawlnode/control"
 	"github.com/crawlnode/crawlnode/internal/keyspace"
 )
@@ -35,18 +36,9 @@ type ops struct {
 	blocked map[string]bool
 
 	errMu     sync.Mutex
-	recent    []RecentError // ring buffer, newest at recentPos-1
+	recent    []api.RecentError // ring buffer, newest at recentPos-1
 	recentPos int
 	hostErrs  map[string]int64
-}
-
-// RecentError is one failed fetch, for the dashboard and the host view.
-type RecentError struct {
-	Time    time.Time `json:"time"`
-	URL     string    `json:"url"`
-	Host    string    `json:"host"`
-	Class   string    `json:"class"`
-	Message string    `json:"message"`
 }
 
 const (
@@ -233,7 +225,7 @@ func (n *Node) noteError(url, host, class, msg string) {
 	o := &n.ops
 	o.errMu.Lock()
 	defer o.errMu.Unlock()
-	e := RecentError{Time: n.cfg.Now().UTC(), URL: url, Host: host, Class: class, Message: msg}
+	e := api.RecentError{Time: n.cfg.Now().UTC(), URL: url, Host: host, Class: class, Message: msg}
 	if len(o.recent) < recentErrors {
 		o.recent = append(o.recent, e)
 	} else {
@@ -253,11 +245,11 @@ func (n *Node) noteError(url, host, class, msg string) {
 }
 
 // RecentErrors returns up to limit recent fetch errors, newest first; host filters.
-func (n *Node) RecentErrors(limit int, host string) []RecentError {
+func (n *Node) RecentErrors(limit int, host string) []api.RecentError {
 	o := &n.ops
 	o.errMu.Lock()
 	defer o.errMu.Unlock()
-	out := []RecentError{}
+	out := []api.RecentError{}
 	for i := 0; i < len(o.recent) && len(out) < limit; i++ {
 		j := (o.recentPos - 1 - i + 2*recentErrors) % recentErrors
 		if j >= len(o.recent) {
