@@ -16,6 +16,13 @@ func errorCode(body string) string {
 	return e.Code
 }
 
+// errorMessage decodes the message of an error body.
+func errorMessage(body string) string {
+	var e errorBody
+	_ = json.Unmarshal([]byte(body), &e)
+	return e.Error
+}
+
 // With a token, mutating requests and the profiling endpoints need it; other reads stay
 // open. Without one, everything is open.
 func TestAuth(t *testing.T) {
