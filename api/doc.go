@@ -61,8 +61,9 @@
 //     validation, so a patch is checked against the configuration it lands on.
 //   - The job's vocabulary (scopes, URL patterns, crawl orders) is the node's: validation
 //     asks the Backend (CheckScope, CheckPatterns, CheckPriority).
-//   - Answers keep the bytes they had when the handlers lived in node/: JSON indented by
-//     two spaces, and the fields of answers that were maps listed in alphabetical order.
+//   - JSON is indented by two spaces. Small answers are maps, so their keys come in
+//     alphabetical order; Job declares its fields in that order too, so GET /v1/job reads
+//     the same whichever way it is built.
 //   - The node-to-node routes (/internal/...) are not here: the node serves them, with
 //     this package's RequireToken, WriteJSON and WriteError.
 package api
