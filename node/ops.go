@@ -31,7 +31,7 @@ type jobState struct {
 
 // ops is the node's operator state and its recent-error record.
 type ops struct {
-	mu      sync.RWMutex
+	stateMu sync.RWMutex // guards paused and blocked
 	paused  bool
 	blocked map[string]bool
 
@@ -66,7 +66,7 @@ func (n *Node) loadOps() error {
 	return nil
 }
 
-// saveOps persists the operator state; called with ops.mu held.
+// saveOps persists the operator state; called with ops.stateMu held.
 func (n *Node) saveOpsLocked() error {
 	st := jobState{Paused: n.ops.paused}
 	for d := range n.ops.blocked {
@@ -94,8 +94,8 @@ func (n *Node) SetPaused(p bool) error {
 }
 
 func (n *Node) setPausedLocal(p bool) error {
-	n.ops.mu.Lock()
-	defer n.ops.mu.Unlock()
+	n.ops.stateMu.Lock()
+	defer n.ops.stateMu.Unlock()
 	if n.ops.paused == p {
 		return nil
 	}
@@ -106,8 +106,8 @@ func (n *Node) setPausedLocal(p bool) error {
 
 // Paused reports whether an operator paused fetching.
 func (n *Node) Paused() bool {
-	n.ops.mu.RLock()
-	defer n.ops.mu.RUnlock()
+	n.ops.stateMu.RLock()
+	defer n.ops.stateMu.RUnlock()
 	return n.ops.paused
 }
 
@@ -147,8 +147,8 @@ func (n *Node) SetBlocked(domain string, block bool) (string, error) {
 }
 
 func (n *Node) setBlockedLocal(d string, block bool) error {
-	n.ops.mu.Lock()
-	defer n.ops.mu.Unlock()
+	n.ops.stateMu.Lock()
+	defer n.ops.stateMu.Unlock()
 	if n.ops.blocked[d] == block {
 		return nil
 	}
@@ -163,8 +163,8 @@ func (n *Node) setBlockedLocal(d string, block bool) error {
 
 // applyJob makes the local operator state match the cluster's job configuration.
 func (n *Node) applyJob(paused bool, blocked []string) {
-	n.ops.mu.Lock()
-	defer n.ops.mu.Unlock()
+	n.ops.stateMu.Lock()
+	defer n.ops.stateMu.Unlock()
 	same := n.ops.paused == paused && len(n.ops.blocked) == len(blocked)
 	for _, d := range blocked {
 		same = same && n.ops.blocked[d]
@@ -187,8 +187,8 @@ func (n *Node) applyJob(paused bool, blocked []string) {
 
 // Blocked lists the blocked domains.
 func (n *Node) Blocked() []string {
-	n.ops.mu.RLock()
-	defer n.ops.mu.RUnlock()
+	n.ops.stateMu.RLock()
+	defer n.ops.stateMu.RUnlock()
 	out := make([]string, 0, len(n.ops.blocked))
 	for d := range n.ops.blocked {
 		out = append(out, d)
@@ -199,8 +199,8 @@ func (n *Node) Blocked() []string {
 
 // isBlocked reports whether hostKey (host[:port]) is a blocked domain or below one.
 func (n *Node) isBlocked(hostKey string) bool {
-	n.ops.mu.RLock()
-	defer n.ops.mu.RUnlock()
+	n.ops.stateMu.RLock()
+	defer n.ops.stateMu.RUnlock()
 	if len(n.ops.blocked) == 0 {
 		return false
 	}
