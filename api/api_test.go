@@ -201,3 +201,31 @@ func TestStatusRoute(t *testing.T) {
 		t.Errorf("local: %+v %v", st, err)
 	}
 }
+
+// Every call the dashboard makes (its contract in dashboard/dashboard_test.go) and the page
+// itself reach a handler here.
+func TestDashboardRoutesServed(t *testing.T) {
+	f := newFake()
+	f.cluster = map[string]string{}
+	h := New(Config{}, f)
+	for _, req := range [][2]string{
+		{"GET", "/"}, {"GET", "/v1/crawl/status"}, {"GET", "/v1/cluster"},
+		{"GET", "/v1/hosts?top=10&by=queue"}, {"GET", "/v1/hosts?top=10&by=errors"},
+		{"GET", "/v1/errors/recent?limit=20"}, {"GET", "/v1/deadletters?limit=20"}, {"GET", "/v1/domains/blocked"},
+		{"POST", "/v1/crawl/pause"}, {"POST", "/v1/crawl/resume"},
+		{"POST", "/v1/domains/example.com/block"}, {"DELETE", "/v1/domains/example.com/block"},
+	} {
+		if code, body, _ := do(t, h, req[0], req[1], ""); code >= 300 {
+			t.Errorf("%s %s: %d %s", req[0], req[1], code, body)
+		}
+	}
+}
+
+// The error body's form on the wire: indented JSON, message then code.
+func TestErrorBody(t *testing.T) {
+	code, body, h := do(t, New(Config{}, newFake()), "GET", "/v1/nothing", "")
+	want := "{\n  \"error\": \"no route GET /v1/nothing\",\n  \"code\": \"not_found\"\n}\n"
+	if code != 404 || body != want || h.Get("Content-Type") != "application/json" {
+		t.Errorf("%d %q %q, want 404 %q application/json", code, body, h.Get("Content-Type"), want)
+	}
+}
