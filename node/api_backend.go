@@ -2,7 +2,8 @@ package node
 
 // The node's side of the public API: apiBackend implements api.Backend over a *Node, so
 // the handlers (package api) read the node's figures, frontier, corpus and cluster
-// through it.
+// through it; Node.Status, at the end, gathers the figures that the API and the progress
+// line report.
 
 import (
 	"context"
