@@ -1,17 +1,16 @@
 package node
 
 // The cluster's HTTP surface on the node: the internal listener (the cluster's and
-// replication's node-to-node endpoints, see cluster.Routes), the cluster view,
-// cluster-wide status, reads routed to a host's owner, and decommission.
+// replication's node-to-node endpoints, see cluster.Routes), the cluster view, and the
+// routing of public reads to the node that holds them (the public handlers are package
+// api's, served through apiBackend).
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"slices"
-	"sync"
-	"time"
 
+	"github.com/crawlnode/crawlnode/api"
 	"github.com/crawlnode/crawlnode/cluster"
 	"github.com/crawlnode/crawlnode/gossip"
 	"github.com/crawlnode/crawlnode/replica"
@@ -28,7 +27,7 @@ func (n *Node) internalHandler() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "no route %s %s", r.Method, r.URL.Path)
 	})
-	return n.requireToken(mux)
+	return api.RequireToken(n.cfg.APIToken, mux)
 }
 
 // internalOnly is the handler of a separate internal listener: the node-to-node
@@ -38,16 +37,14 @@ func (n *Node) internalOnly() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/internal/", internal)
 	mux.HandleFunc("GET /v1/crawl/status", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, n.Status()) })
-	// Reads routed here by a peer's public API (the page or host lives on this node).
-	mux.HandleFunc("GET /v1/pages/{hash}", n.pageByHash)
-	mux.HandleFunc("GET /v1/pages", n.pageByURL)
-	mux.HandleFunc("GET /v1/hosts/{host}", n.hostView)
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "node": n.Name()})
-	})
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "not_found", "no route %s %s on the internal listener", r.Method, r.URL.Path)
-	})
+	// Reads routed here by a peer's public API (the page or host lives on this node),
+	// answered by the public API's handlers.
+	public := api.New(api.Config{Token: n.cfg.APIToken, Logger: n.log}, apiBackend{n})
+	mux.Handle("GET /v1/pages/{hash}", public)
+	mux.Handle("GET /v1/pages", public)
+	mux.Handle("GET /v1/hosts/{host}", public)
+	mux.Handle("GET /healthz", public)
+	mux.HandleFunc("/", api.NotFound(" on the internal listener"))
 	return mux
 }
 
@@ -143,106 +140,6 @@ func (n *Node) Cluster() ClusterView {
 		return 0
 	})
 	return v
-}
-
-func (n *Node) cluster(w http.ResponseWriter, r *http.Request) {
-	// The API serves before the node has joined: its Raft controller does not exist until
-	// then (a request in that window used to dereference a nil controller).
-	if !n.cl.Started() {
-		writeError(w, http.StatusServiceUnavailable, "starting", "the node is still joining its cluster")
-		return
-	}
-	writeJSON(w, http.StatusOK, n.Cluster())
-}
-
-// leaveHandler is POST /v1/node/leave: decommission this node.
-func (n *Node) leaveHandler(w http.ResponseWriter, r *http.Request) {
-	if !n.cl.Started() {
-		writeError(w, http.StatusServiceUnavailable, "starting", "the node is still joining its cluster")
-		return
-	}
-	if err := n.cl.Leave(); err != nil {
-		writeError(w, http.StatusConflict, "cannot_leave", "%v", err)
-		return
-	}
-	writeJSON(w, http.StatusAccepted, map[string]string{"node": n.Name(), "status": "draining"})
-}
-
-// ClusterStatus is GET /v1/crawl/status: the cluster's figures summed over the members
-// that answered, and each member's own.
-type ClusterStatus struct {
-	Status
-	Members     int      `json:"members"`
-	Unreachable []string `json:"unreachable,omitempty"`
-	Nodes       []Status `json:"nodes"`
-}
-
-// clusterStatus asks every live member for its status (this node answers for itself).
-func (n *Node) clusterStatus(ctx context.Context) ClusterStatus {
-	self := n.Status()
-	out := ClusterStatus{Status: self, Nodes: []Status{self}}
-	out.Node = ""
-	if n.cl == nil {
-		return out
-	}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for _, m := range n.cl.Gossip().Alive() {
-		if m.Name == n.cl.Self() || m.Meta.HTTPAddr == "" {
-			continue
-		}
-		wg.Add(1)
-		go func(m gossip.Member) {
-			defer wg.Done()
-			ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-			defer cancel()
-			var st Status
-			err := n.cl.Get(ctx, "http://"+m.Meta.HTTPAddr+"/v1/crawl/status?local=1", &st)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				out.Unreachable = append(out.Unreachable, m.Name)
-				return
-			}
-			out.Nodes = append(out.Nodes, st)
-		}(m)
-	}
-	wg.Wait()
-	slices.SortFunc(out.Nodes, func(a, b Status) int {
-		switch {
-		case a.Node < b.Node:
-			return -1
-		case a.Node > b.Node:
-			return 1
-		}
-		return 0
-	})
-	sum := Status{State: self.State, Uptime: self.Uptime, Responses: map[string]int64{}, Errors: map[string]int64{}}
-	for _, s := range out.Nodes {
-		sum.PagesCrawled += s.PagesCrawled
-		sum.PagesQueued += s.PagesQueued
-		sum.InFlight += s.InFlight
-		sum.RetryPending += s.RetryPending
-		sum.DeadLetters += s.DeadLetters
-		sum.CrawlRate += s.CrawlRate
-		sum.HostsKnown += s.HostsKnown
-		sum.HostsActive += s.HostsActive
-		sum.SeenURLs += s.SeenURLs
-		sum.BytesFetched += s.BytesFetched
-		sum.ExtractBacklog += s.ExtractBacklog
-		sum.OutboxLinks += s.OutboxLinks
-		sum.Partitions += s.Partitions
-		for k, v := range s.Responses {
-			sum.Responses[k] += v
-		}
-		for k, v := range s.Errors {
-			sum.Errors[k] += v
-		}
-	}
-	sum.RateHistory = self.RateHistory
-	out.Status = sum
-	out.Members = len(out.Nodes) + len(out.Unreachable)
-	return out
 }
 
 // TransferStats are this node's cluster transfer counters, for the final log line.

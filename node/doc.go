@@ -17,14 +17,14 @@
 //   - Taking part in the cluster: New builds the node's cluster.Cluster over its frontier
 //     and Badger DB (cluster_host.go is the node as the cluster sees it); the crawl loop
 //     asks it whether a partition may be fetched and routes links through it;
-//     cluster_api.go serves the cluster view, cluster-wide status, decommission, reads
-//     routed to a host's owner, and the internal listener (cluster.Routes plus
-//     replication's route).
+//     cluster_api.go builds the cluster view, routes public reads to a host's owner, and
+//     serves the internal listener (cluster.Routes plus replication's route).
 //   - Replication: New builds the node's replica.Replicator over the cluster
 //     (replica_wiring.go); package replica's doc has its design.
-//   - The HTTP API: the public /v1 routes (api.go; moving to package api, whose doc lists
-//     them), the job configuration shared through Raft (job.go, whose rules are written at
-//     its top) and operator state such as pause and blocked domains (ops.go).
+//   - The HTTP API: package api serves the public /v1 routes (its doc lists them) over
+//     the node as an api.Backend (api_backend.go); server.go runs the listeners and mounts
+//     the handlers. The job configuration shared through Raft is applied in job.go, and
+//     operator state such as pause and blocked domains is kept in ops.go.
 //   - Observability and offline tools (metrics.go, offline.go): Prometheus metrics on a
 //     registry of the node's own, and the readers `crawlnode export` and the dead-letter
 //     listing use on a stopped node.
@@ -35,8 +35,7 @@
 // and its wire format in forward/; partition streams in snapshot/; membership in gossip/;
 // placement in ring/; the Raft state machine in control/; membership, leases, fencing,
 // handoff, the sweep and completion in cluster/; replication of partitions to backups in
-// replica/. The public API is being moved into api/ (docs/architecture.md keeps the
-// current map).
+// replica/; the public HTTP API in api/ (docs/architecture.md has the map).
 //
 // # Data flow
 //

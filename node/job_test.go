@@ -1,38 +1,10 @@
 package node
 
 import (
-	"encoding/json"
 	"testing"
 
 	"github.com/crawlnode/crawlnode/control"
 )
-
-// PATCH /v1/job's max_depth tells a number (0 included) from null and from absence.
-func TestJobPatchMaxDepth(t *testing.T) {
-	for _, tc := range []struct {
-		body        string
-		given, null bool
-		v           int
-	}{
-		{`{}`, false, false, 0},
-		{`{"max_depth": 0}`, true, false, 0},
-		{`{"max_depth": 5}`, true, false, 5},
-		{`{"max_depth": null}`, true, true, 0},
-	} {
-		var p jobPatch
-		if err := json.Unmarshal([]byte(tc.body), &p); err != nil {
-			t.Errorf("%s: %v", tc.body, err)
-			continue
-		}
-		if got := p.MaxDepth; got.given != tc.given || got.null != tc.null || got.v != tc.v {
-			t.Errorf("%s: %+v", tc.body, got)
-		}
-	}
-	var p jobPatch
-	if err := json.Unmarshal([]byte(`{"max_depth": "deep"}`), &p); err == nil {
-		t.Errorf(`max_depth "deep" accepted`)
-	}
-}
 
 // The job's max depth overrides the node's flag when it is positive or set explicitly (0:
 // the seeds only); an unset 0 leaves the flag's value.

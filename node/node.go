@@ -14,6 +14,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 
+	"github.com/crawlnode/crawlnode/api"
 	"github.com/crawlnode/crawlnode/archive"
 	"github.com/crawlnode/crawlnode/corpus"
 	"github.com/crawlnode/crawlnode/fetch"
@@ -822,21 +823,15 @@ func (r *rateMeter) observe(at time.Time, n int64) {
 	}
 }
 
-// RatePoint is one second's crawl rate.
-type RatePoint struct {
-	T           time.Time `json:"t"`
-	PagesPerSec float64   `json:"pages_per_s"`
-}
-
 // history returns the per-second rate over the last minute, oldest first.
-func (r *rateMeter) history() []RatePoint {
+func (r *rateMeter) history() []api.RatePoint {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make([]RatePoint, 0, len(r.samples))
+	out := make([]api.RatePoint, 0, len(r.samples))
 	for i := 1; i < len(r.samples); i++ {
 		a, b := r.samples[i-1], r.samples[i]
 		if d := b.at.Sub(a.at).Seconds(); d > 0 {
-			out = append(out, RatePoint{T: b.at.UTC(), PagesPerSec: float64(b.n-a.n) / d})
+			out = append(out, api.RatePoint{T: b.at.UTC(), PagesPerSec: float64(b.n-a.n) / d})
 		}
 	}
 	return out

@@ -12,6 +12,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 	"golang.org/x/net/idna"
 
+	"github.com/crawlnode/crawlnode/api"
 	"github.com/crawlnode/crawlnode/control"
 	"github.com/crawlnode/crawlnode/internal/keyspace"
 )
@@ -30,23 +31,14 @@ type jobState struct {
 
 // ops is the node's operator state and its recent-error record.
 type ops struct {
-	mu      sync.RWMutex
+	stateMu sync.RWMutex // guards paused and blocked
 	paused  bool
 	blocked map[string]bool
 
 	errMu     sync.Mutex
-	recent    []RecentError // ring buffer, newest at recentPos-1
+	recent    []api.RecentError // ring buffer, newest at recentPos-1
 	recentPos int
 	hostErrs  map[string]int64
-}
-
-// RecentError is one failed fetch, for the dashboard and the host view.
-type RecentError struct {
-	Time    time.Time `json:"time"`
-	URL     string    `json:"url"`
-	Host    string    `json:"host"`
-	Class   string    `json:"class"`
-	Message string    `json:"message"`
 }
 
 const (
@@ -74,7 +66,7 @@ func (n *Node) loadOps() error {
 	return nil
 }
 
-// saveOps persists the operator state; called with ops.mu held.
+// saveOps persists the operator state; called with ops.stateMu held.
 func (n *Node) saveOpsLocked() error {
 	st := jobState{Paused: n.ops.paused}
 	for d := range n.ops.blocked {
@@ -102,8 +94,8 @@ func (n *Node) SetPaused(p bool) error {
 }
 
 func (n *Node) setPausedLocal(p bool) error {
-	n.ops.mu.Lock()
-	defer n.ops.mu.Unlock()
+	n.ops.stateMu.Lock()
+	defer n.ops.stateMu.Unlock()
 	if n.ops.paused == p {
 		return nil
 	}
@@ -114,8 +106,8 @@ func (n *Node) setPausedLocal(p bool) error {
 
 // Paused reports whether an operator paused fetching.
 func (n *Node) Paused() bool {
-	n.ops.mu.RLock()
-	defer n.ops.mu.RUnlock()
+	n.ops.stateMu.RLock()
+	defer n.ops.stateMu.RUnlock()
 	return n.ops.paused
 }
 
@@ -155,8 +147,8 @@ func (n *Node) SetBlocked(domain string, block bool) (string, error) {
 }
 
 func (n *Node) setBlockedLocal(d string, block bool) error {
-	n.ops.mu.Lock()
-	defer n.ops.mu.Unlock()
+	n.ops.stateMu.Lock()
+	defer n.ops.stateMu.Unlock()
 	if n.ops.blocked[d] == block {
 		return nil
 	}
@@ -171,8 +163,8 @@ func (n *Node) setBlockedLocal(d string, block bool) error {
 
 // applyJob makes the local operator state match the cluster's job configuration.
 func (n *Node) applyJob(paused bool, blocked []string) {
-	n.ops.mu.Lock()
-	defer n.ops.mu.Unlock()
+	n.ops.stateMu.Lock()
+	defer n.ops.stateMu.Unlock()
 	same := n.ops.paused == paused && len(n.ops.blocked) == len(blocked)
 	for _, d := range blocked {
 		same = same && n.ops.blocked[d]
@@ -195,8 +187,8 @@ func (n *Node) applyJob(paused bool, blocked []string) {
 
 // Blocked lists the blocked domains.
 func (n *Node) Blocked() []string {
-	n.ops.mu.RLock()
-	defer n.ops.mu.RUnlock()
+	n.ops.stateMu.RLock()
+	defer n.ops.stateMu.RUnlock()
 	out := make([]string, 0, len(n.ops.blocked))
 	for d := range n.ops.blocked {
 		out = append(out, d)
@@ -207,8 +199,8 @@ func (n *Node) Blocked() []string {
 
 // isBlocked reports whether hostKey (host[:port]) is a blocked domain or below one.
 func (n *Node) isBlocked(hostKey string) bool {
-	n.ops.mu.RLock()
-	defer n.ops.mu.RUnlock()
+	n.ops.stateMu.RLock()
+	defer n.ops.stateMu.RUnlock()
 	if len(n.ops.blocked) == 0 {
 		return false
 	}
@@ -233,7 +225,7 @@ func (n *Node) noteError(url, host, class, msg string) {
 	o := &n.ops
 	o.errMu.Lock()
 	defer o.errMu.Unlock()
-	e := RecentError{Time: n.cfg.Now().UTC(), URL: url, Host: host, Class: class, Message: msg}
+	e := api.RecentError{Time: n.cfg.Now().UTC(), URL: url, Host: host, Class: class, Message: msg}
 	if len(o.recent) < recentErrors {
 		o.recent = append(o.recent, e)
 	} else {
@@ -253,11 +245,11 @@ func (n *Node) noteError(url, host, class, msg string) {
 }
 
 // RecentErrors returns up to limit recent fetch errors, newest first; host filters.
-func (n *Node) RecentErrors(limit int, host string) []RecentError {
+func (n *Node) RecentErrors(limit int, host string) []api.RecentError {
 	o := &n.ops
 	o.errMu.Lock()
 	defer o.errMu.Unlock()
-	out := []RecentError{}
+	out := []api.RecentError{}
 	for i := 0; i < len(o.recent) && len(out) < limit; i++ {
 		j := (o.recentPos - 1 - i + 2*recentErrors) % recentErrors
 		if j >= len(o.recent) {

@@ -1,6 +1,8 @@
 package replica
 
 import (
+	"github.com/crawlnode/crawlnode/internal/httpjson"
+
 	"bufio"
 	"encoding/binary"
 	"encoding/json"
@@ -344,20 +346,8 @@ func (r *Replicator) Blocked() map[uint16]bool {
 	return out
 }
 
-// apiError is the error body of the node's API (node/api.go), with a stable code.
-type apiError struct {
-	Error string `json:"error"`
-	Code  string `json:"code"`
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(v)
-}
+func writeJSON(w http.ResponseWriter, status int, v any) { httpjson.Write(w, status, v) }
 
 func writeError(w http.ResponseWriter, status int, code, format string, a ...any) {
-	writeJSON(w, status, apiError{Error: fmt.Sprintf(format, a...), Code: code})
+	httpjson.WriteError(w, status, code, format, a...)
 }

@@ -1,0 +1,155 @@
+package api
+
+import (
+	"github.com/crawlnode/crawlnode/internal/httpjson"
+
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/pprof"
+	"strconv"
+	"strings"
+
+	"github.com/crawlnode/crawlnode/dashboard"
+)
+
+// MaxRequestBody is the largest request body the API reads, in bytes.
+const MaxRequestBody = 1 << 20
+
+// Config is the API's settings.
+type Config struct {
+	// Token, when set, guards mutating requests and the profiling endpoints (see the
+	// package doc). Default "": everything open, for a node on a trusted network.
+	Token string
+	// Pprof serves net/http/pprof under /debug/pprof/. Default false: a profile costs the
+	// node CPU while it runs, and it is not for the public.
+	Pprof bool
+	// Metrics serves GET /metrics (the node's Prometheus registry). Nil: 404.
+	Metrics http.Handler
+	// Logger receives the handlers' warnings. Nil: slog.Default().
+	Logger *slog.Logger
+}
+
+// Error is an error with its HTTP status and stable code, as the API answers it.
+type Error struct {
+	Status  int    // HTTP status
+	Code    string // stable, snake_case
+	Message string
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// Errorf returns an *Error with a formatted message.
+func Errorf(status int, code, format string, a ...any) *Error {
+	return &Error{Status: status, Code: code, Message: fmt.Sprintf(format, a...)}
+}
+
+// WriteJSON writes v as indented JSON with the given status (the one shape every
+// endpoint, internal ones included, answers in: internal/httpjson).
+func WriteJSON(w http.ResponseWriter, status int, v any) { httpjson.Write(w, status, v) }
+
+// WriteError writes the JSON error body with the given status and code.
+func WriteError(w http.ResponseWriter, status int, code, format string, a ...any) {
+	httpjson.WriteError(w, status, code, format, a...)
+}
+
+// writeErr answers err: an *Error with its status and code, any other a 500 "storage"
+// with prefix before the message.
+func writeErr(w http.ResponseWriter, err error, prefix string) {
+	if e, ok := errors.AsType[*Error](err); ok {
+		WriteError(w, e.Status, e.Code, "%s", e.Message)
+		return
+	}
+	WriteError(w, http.StatusInternalServerError, "storage", "%s%v", prefix, err)
+}
+
+// RequireToken guards next with the bearer token, when one is set: requests other than
+// GET, HEAD and OPTIONS, and the profiling endpoints, need "Authorization: Bearer
+// <token>" (401 otherwise).
+func RequireToken(token string, next http.Handler) http.Handler {
+	if token == "" {
+		return next
+	}
+	want := []byte("Bearer " + token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.Method != http.MethodGet && r.Method != http.MethodHead && r.Method != http.MethodOptions,
+			strings.HasPrefix(r.URL.Path, "/debug/pprof/"):
+			if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="crawlnode"`)
+				WriteError(w, http.StatusUnauthorized, "unauthorized", "this request needs Authorization: Bearer <api token>")
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// NotFound answers every request with 404 not_found; where names the listener in the
+// message ("" for the public one).
+func NotFound(where string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		WriteError(w, http.StatusNotFound, "not_found", "no route %s %s%s", r.Method, r.URL.Path, where)
+	}
+}
+
+// server holds the handlers' dependencies.
+type server struct {
+	cfg     Config
+	backend Backend
+	log     *slog.Logger
+}
+
+// New returns the public API's handler, served from b. Request bodies are limited to
+// MaxRequestBody, and cfg.Token guards what the package doc lists.
+func New(cfg Config, b Backend) http.Handler {
+	s := &server{cfg: cfg, backend: b, log: cfg.Logger}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", s.healthz)
+	mux.HandleFunc("GET /readyz", s.readyz)
+	if cfg.Metrics != nil {
+		mux.Handle("GET /metrics", cfg.Metrics)
+	}
+	mux.HandleFunc("GET /v1/crawl/status", s.status)
+	mux.HandleFunc("POST /v1/crawl/seeds", s.postSeeds)
+	mux.HandleFunc("GET /v1/pages/{hash}", s.pageByHash)
+	mux.HandleFunc("GET /v1/pages", s.pageByURL)
+	mux.HandleFunc("POST /v1/crawl/pause", s.setPaused(true))
+	mux.HandleFunc("POST /v1/crawl/resume", s.setPaused(false))
+	mux.HandleFunc("POST /v1/domains/{domain}/block", s.block(true))
+	mux.HandleFunc("DELETE /v1/domains/{domain}/block", s.block(false))
+	mux.HandleFunc("GET /v1/domains/blocked", s.blocked)
+	mux.HandleFunc("GET /v1/hosts/{host}", s.hostView)
+	mux.HandleFunc("GET /v1/hosts", s.topHosts)
+	mux.HandleFunc("GET /v1/errors/recent", s.recentErrors)
+	mux.HandleFunc("GET /v1/deadletters", s.deadLetters)
+	mux.HandleFunc("GET /v1/cluster", s.cluster)
+	mux.HandleFunc("POST /v1/node/leave", s.leave)
+	mux.HandleFunc("GET /v1/job", s.getJob)
+	mux.HandleFunc("PATCH /v1/job", s.patchJob)
+	if cfg.Pprof {
+		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+		mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	}
+	mux.Handle("GET /{$}", dashboard.Handler())
+	mux.HandleFunc("/", NotFound(""))
+	return http.MaxBytesHandler(RequireToken(cfg.Token, mux), MaxRequestBody)
+}
+
+// queryInt reads a positive number from the query: def when absent or not positive, at
+// most max.
+func queryInt(r *http.Request, name string, def, max int) int {
+	v, err := strconv.Atoi(r.URL.Query().Get(name))
+	if err != nil || v <= 0 {
+		return def
+	}
+	return min(v, max)
+}

@@ -1,0 +1,69 @@
+// Package api is a node's public HTTP API (JSON): the routes under /v1/, health and
+// readiness, metrics, the dashboard mount and, when asked, the profiling endpoints. It
+// parses and validates requests, writes JSON answers and errors with stable codes, and
+// guards mutating requests with the API token. What a node knows and does it reaches
+// through Backend; the node implements Backend (node/api_backend.go) and mounts New.
+//
+// Routes (the public listener; the node-to-node ones under /internal/ are the node's):
+//
+//	GET  /                        the live dashboard (package dashboard)
+//	GET  /healthz                 alive
+//	GET  /readyz                  storage writable, the crawl loop running, joined
+//	GET  /metrics                 Prometheus metrics (Config.Metrics)
+//	GET  /v1/crawl/status         the cluster's figures summed, and each member's (?local=1: this node's)
+//	POST /v1/crawl/seeds          {"urls": [...], "priority": "high|normal", "crawl_depth": N}
+//	                              -> 202 {"job_id","seeds_queued","already_seen","status","rejected":[...]}
+//	GET  /v1/pages/{url_hash}     a page's fetch facts, corpus record and text (hex URL hash)
+//	GET  /v1/pages?url=URL        the same by URL (&text=false: without the text)
+//	POST /v1/crawl/pause|resume   stop or restart fetching (in-flight fetches finish) -> 204
+//	POST|DELETE /v1/domains/{domain}/block   block or unblock a domain and its subdomains -> 204
+//	GET  /v1/domains/blocked      the blocked domains
+//	GET  /v1/hosts/{host}         a host's queue, delay, robots.txt facts and last errors
+//	GET  /v1/hosts?top=N&by=queue|errors     the top hosts
+//	GET  /v1/errors/recent?limit=N&host=H    recent fetch errors, newest first
+//	GET  /v1/deadletters?limit=N             dead letters
+//	GET  /v1/cluster              members, their state and partitions, the leader
+//	POST /v1/node/leave           decommission this node -> 202
+//	GET  /v1/job                  the shared job configuration in effect on this node
+//	PATCH /v1/job                 change it (absent fields stay; see JobPatch) -> 200 as GET
+//	GET  /debug/pprof/...         with Config.Pprof only
+//
+// Duties:
+//   - One handler per route: parse the request, ask the Backend, write the answer.
+//   - Errors: every error is {"error": "...", "code": "..."}; the codes are stable (see
+//     Error). Unknown routes get 404 not_found, malformed bodies 400 bad_json, bodies over
+//     MaxRequestBody (1 MiB) 413 too_large (seeds) or 400 bad_json. A Backend method
+//     that fails with an *Error gets that status and code; any other error is a 500
+//     "storage".
+//   - Auth (RequireToken): with Config.Token set, every request but GET, HEAD and OPTIONS
+//     needs "Authorization: Bearer <token>", and so do the profiling endpoints although
+//     they are GETs (a profile or trace costs the node CPU for as long as it runs); other
+//     reads stay open. A refusal is 401 unauthorized with WWW-Authenticate. The token is
+//     compared in constant time.
+//   - Validation of request bodies and queries: seeds (at least one URL, priority,
+//     crawl_depth >= 0, each URL canonicalized, the failures listed as rejected), PATCH
+//     /v1/job (each field's range and form, before anything is written), query limits
+//     (clamped; a bad number takes the default).
+//   - The cluster-wide status: the sum of the members' figures (SumStatus, a pure
+//     function); asking the members is the Backend's (PeerStatuses).
+//
+// Decisions where the design is silent:
+//   - Reads of a host or URL another node owns are answered by that node: the handler
+//     asks Backend.RouteToOwner first, and a URL hash this node does not know (the hash
+//     names no host) goes to Backend.AskPeers. Both write the peer's answer themselves;
+//     the routing and the peers' addresses stay with the cluster.
+//   - The cluster view's shape belongs to the cluster (Backend.Cluster returns it as a
+//     value to encode): it carries replication and transfer figures this package has no
+//     business knowing.
+//   - PATCH /v1/job builds a change function from the patch and hands it to
+//     Backend.UpdateJob, which applies it to the current configuration (again, if the
+//     version moved meanwhile) and writes it through Raft; the change function does the
+//     validation, so a patch is checked against the configuration it lands on.
+//   - The job's vocabulary (scopes, URL patterns, crawl orders) is the node's: validation
+//     asks the Backend (CheckScope, CheckPatterns, CheckPriority).
+//   - JSON is indented by two spaces. Small answers are maps, so their keys come in
+//     alphabetical order; Job declares its fields in that order too, so GET /v1/job reads
+//     the same whichever way it is built.
+//   - The node-to-node routes (/internal/...) are not here: the node serves them, with
+//     this package's RequireToken, WriteJSON and WriteError.
+package api

@@ -1,0 +1,124 @@
+package node
+
+// The node's listeners: the public API (package api, served from apiBackend) and the
+// node-to-node endpoints under /internal/, on one listener or two.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/crawlnode/crawlnode/api"
+)
+
+// writeJSON and writeError answer the node-to-node endpoints, in the API's forms.
+func writeJSON(w http.ResponseWriter, status int, v any) { api.WriteJSON(w, status, v) }
+
+func writeError(w http.ResponseWriter, status int, code, format string, a ...any) {
+	api.WriteError(w, status, code, format, a...)
+}
+
+// apiConfig is the public API's configuration.
+func (n *Node) apiConfig() api.Config {
+	return api.Config{Token: n.cfg.APIToken, Pprof: n.cfg.Pprof, Metrics: n.met.handler(), Logger: n.log}
+}
+
+// handler is the public API; withInternal adds the node-to-node endpoints under
+// /internal/ (when they have no listener of their own).
+func (n *Node) handler(withInternal bool) http.Handler {
+	public := api.New(n.apiConfig(), apiBackend{n})
+	if !withInternal {
+		return public
+	}
+	internal := n.internalHandler()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/internal/") {
+			internal.ServeHTTP(w, r)
+			return
+		}
+		public.ServeHTTP(w, r)
+	})
+}
+
+// startAPI listens on cfg.HTTPAddr and records the bound address in the data directory
+// (http.addr) so tools and tests can find a port chosen by the system. With
+// cfg.InternalAddr, the node-to-node endpoints get a listener of their own (recorded in
+// internal.addr) and leave the public one.
+func (n *Node) startAPI() (stop func(), err error) {
+	var stops []func()
+	stopAll := func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+	}
+	if n.cfg.HTTPAddr != "" {
+		h := n.handler(n.cfg.InternalAddr == "")
+		addr, stop, err := n.serve(n.cfg.HTTPAddr, h, "http.addr")
+		if err != nil {
+			return nil, fmt.Errorf("http api: %w", err)
+		}
+		n.httpAddr.Store(addr)
+		stops = append(stops, stop)
+	}
+	if n.cfg.InternalAddr != "" {
+		addr, stop, err := n.serve(n.cfg.InternalAddr, n.internalOnly(), "internal.addr")
+		if err != nil {
+			stopAll()
+			return nil, fmt.Errorf("internal api: %w", err)
+		}
+		n.internalAddr.Store(addr)
+		stops = append(stops, stop)
+	}
+	return stopAll, nil
+}
+
+// peerAddr is the address peers reach this node's internal endpoints at.
+func (n *Node) peerAddr() string {
+	if a, _ := n.internalAddr.Load().(string); a != "" {
+		return a
+	}
+	a, _ := n.httpAddr.Load().(string)
+	return a
+}
+
+// serve runs an HTTP server for h on addr and writes the bound address to DIR/file.
+func (n *Node) serve(addr string, h http.Handler, file string) (string, func(), error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", nil, err
+	}
+	bound := ln.Addr().String()
+	path := filepath.Join(n.dir.Path, file)
+	if err := os.WriteFile(path, []byte(bound+"\n"), 0o644); err != nil {
+		ln.Close()
+		return "", nil, err
+	}
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       5 * time.Minute, // partition streams are long bodies
+		WriteTimeout:      5 * time.Minute,
+		IdleTimeout:       2 * time.Minute,
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			n.log.Error("http server", "addr", bound, "err", err)
+		}
+	}()
+	n.log.Info("http listening", "addr", bound, "file", file)
+	return bound, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		<-done
+		os.Remove(path)
+	}, nil
+}
