@@ -37,35 +37,71 @@ func newMetrics(n *Node) *metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{Namespace: "crawlnode"}))
 
-	counter := func(name, help string, labels prometheus.Labels, f func() float64) {
-		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Namespace: "crawlnode", Name: name, Help: help, ConstLabels: labels,
-		}, f))
-	}
-	gauge := func(name, help string, f func() float64) {
-		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Namespace: "crawlnode", Name: name, Help: help,
-		}, f))
-	}
+	r := registrar{reg}
+	r.crawl(n)
+	r.frontier(n)
+	r.cluster(n)
+	r.replica(n)
+	return m
+}
+
+// registrar registers the metrics read at scrape time on the node's registry.
+type registrar struct{ reg *prometheus.Registry }
+
+func (r registrar) counter(name, help string, labels prometheus.Labels, f func() float64) {
+	r.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Namespace: "crawlnode", Name: name, Help: help, ConstLabels: labels,
+	}, f))
+}
+
+func (r registrar) gauge(name, help string, f func() float64) {
+	r.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: "crawlnode", Name: name, Help: help,
+	}, f))
+}
+
+// crawl registers the fetch loop's, DNS's and the extract stage's figures.
+func (r registrar) crawl(n *Node) {
 	st := &n.stats
 	fetched := "Responses recorded, by status class."
-	counter("pages_fetched_total", fetched, prometheus.Labels{"class": "2xx"}, func() float64 { return float64(st.ok2xx.Load()) })
-	counter("pages_fetched_total", fetched, prometheus.Labels{"class": "3xx"}, func() float64 { return float64(st.redirects.Load()) })
-	counter("pages_fetched_total", fetched, prometheus.Labels{"class": "4xx"}, func() float64 { return float64(st.client4xx.Load()) })
-	counter("pages_fetched_total", fetched, prometheus.Labels{"class": "5xx"}, func() float64 { return float64(st.server5xx.Load()) })
-	counter("fetch_errors_total", "Fetches that failed before a response (timeouts, resets, DNS...).", nil, func() float64 { return float64(st.fetchErr.Load()) })
-	counter("robots_requests_total", "robots.txt fetches.", nil, func() float64 { return float64(st.robotsReq.Load()) })
-	counter("robots_disallowed_total", "URLs dropped because robots.txt disallows them.", nil, func() float64 { return float64(st.robotsDeny.Load()) })
-	counter("commit_retries_total", "Writes of the group commit (links, extract jobs, outcomes) that failed and were retried.", nil, func() float64 { return float64(st.commitRetries.Load()) })
-	counter("commit_batches_total", "Group commits: each writes the links of its leases in one frontier.Add and records the leases in one frontier.DoneBatch.", nil, func() float64 { return float64(st.commitBatches.Load()) })
-	counter("commit_leases_total", "Leases the group commits recorded (over commit_batches_total: leases a commit).", nil, func() float64 { return float64(st.commitLeases.Load()) })
-	counter("commit_links_total", "Links the group commits queued, local and forwarded (over commit_batches_total: links a frontier.Add).", nil, func() float64 { return float64(st.commitLinks.Load()) })
-	counter("fetched_bytes_total", "Response body bytes as received.", nil, func() float64 { return float64(st.bytes.Load()) })
+	r.counter("pages_fetched_total", fetched, prometheus.Labels{"class": "2xx"}, func() float64 { return float64(st.ok2xx.Load()) })
+	r.counter("pages_fetched_total", fetched, prometheus.Labels{"class": "3xx"}, func() float64 { return float64(st.redirects.Load()) })
+	r.counter("pages_fetched_total", fetched, prometheus.Labels{"class": "4xx"}, func() float64 { return float64(st.client4xx.Load()) })
+	r.counter("pages_fetched_total", fetched, prometheus.Labels{"class": "5xx"}, func() float64 { return float64(st.server5xx.Load()) })
+	r.counter("fetch_errors_total", "Fetches that failed before a response (timeouts, resets, DNS...).", nil, func() float64 { return float64(st.fetchErr.Load()) })
+	r.counter("robots_requests_total", "robots.txt fetches.", nil, func() float64 { return float64(st.robotsReq.Load()) })
+	r.counter("robots_disallowed_total", "URLs dropped because robots.txt disallows them.", nil, func() float64 { return float64(st.robotsDeny.Load()) })
+	r.counter("commit_retries_total", "Writes of the group commit (links, extract jobs, outcomes) that failed and were retried.", nil, func() float64 { return float64(st.commitRetries.Load()) })
+	r.counter("commit_batches_total", "Group commits: each writes the links of its leases in one frontier.Add and records the leases in one frontier.DoneBatch.", nil, func() float64 { return float64(st.commitBatches.Load()) })
+	r.counter("commit_leases_total", "Leases the group commits recorded (over commit_batches_total: leases a commit).", nil, func() float64 { return float64(st.commitLeases.Load()) })
+	r.counter("commit_links_total", "Links the group commits queued, local and forwarded (over commit_batches_total: links a frontier.Add).", nil, func() float64 { return float64(st.commitLinks.Load()) })
+	r.counter("fetched_bytes_total", "Response body bytes as received.", nil, func() float64 { return float64(st.bytes.Load()) })
 	revisits := "Revisits of fetched pages (--recrawl), by what they found."
-	counter("revisits_total", revisits, prometheus.Labels{"result": "not_modified"}, func() float64 { return float64(st.notModified.Load()) })
-	counter("revisits_total", revisits, prometheus.Labels{"result": "unchanged"}, func() float64 { return float64(st.unchanged.Load()) })
-	counter("revisits_total", revisits, prometheus.Labels{"result": "changed"}, func() float64 { return float64(st.changed.Load()) })
+	r.counter("revisits_total", revisits, prometheus.Labels{"result": "not_modified"}, func() float64 { return float64(st.notModified.Load()) })
+	r.counter("revisits_total", revisits, prometheus.Labels{"result": "unchanged"}, func() float64 { return float64(st.unchanged.Load()) })
+	r.counter("revisits_total", revisits, prometheus.Labels{"result": "changed"}, func() float64 { return float64(st.changed.Load()) })
 
+	dstats := func() fetch.DNSStats { return n.client.DNSStats() }
+	r.counter("dns_lookups_total", "Host names looked up in the DNS cache (one per new connection).", nil, func() float64 { return float64(dstats().Lookups) })
+	r.counter("dns_cache_hits_total", "DNS lookups answered from the cache (positive or negative).", nil, func() float64 { return float64(dstats().Hits) })
+	r.counter("dns_queries_total", "DNS queries sent to the resolver (cache misses; concurrent ones collapsed).", nil, func() float64 { return float64(dstats().Queries) })
+	r.counter("dns_failures_total", "DNS queries that failed (NXDOMAIN, SERVFAIL, timeout).", nil, func() float64 { return float64(dstats().Failures) })
+	r.gauge("dns_cache_names", "Names in the DNS cache.", func() float64 { return float64(dstats().Size) })
+	r.gauge("fetches_in_flight", "Fetch slots fetching (robots, fetch, archive, parse), not waiting for their links' commit.", func() float64 { return float64(st.slots.Load()) })
+	r.gauge("leases_awaiting_commit", "Fetch slots whose fetch is over, waiting for the group commit of their links and extract job.", func() float64 { return float64(st.busy.Load() - st.slots.Load()) })
+	r.gauge("extract_backlog", "Pages waiting for text extraction.", func() float64 { return float64(n.stage.Backlog()) })
+	r.counter("extract_held_seconds_total", "Time extract workers held a page back, waiting for the machine to leave CPU idle (--extract-defer-idle).", nil, func() float64 { return n.stage.Stats().Held.Seconds() })
+	r.gauge("crawl_rate_pages_per_second", "Responses recorded per second over the last minute.", func() float64 { return n.rate.perSecond() })
+	r.gauge("fetching_paused", "1 while fetching is paused (low disk space).", func() float64 {
+		if n.pausedUntil.Load() > n.cfg.Now().UnixNano() {
+			return 1
+		}
+		return 0
+	})
+}
+
+// frontier registers the frontier's figures, from one Stats call per scrape.
+func (r registrar) frontier(n *Node) {
 	// Frontier gauges come from one Stats call per scrape, not one per gauge.
 	var cache struct {
 		sync.Mutex
@@ -80,70 +116,73 @@ func newMetrics(n *Node) *metrics {
 		}
 		return cache.fs
 	}
-	gauge("frontier_queued_urls", "URLs waiting in the frontier's queues.", func() float64 { return float64(fstats().Queued) })
-	gauge("frontier_in_flight", "URLs leased and not yet recorded.", func() float64 { return float64(fstats().InFlight) })
-	gauge("frontier_retry_pending", "URLs waiting for their retry time.", func() float64 { return float64(fstats().RetryPending) })
-	gauge("frontier_revisits_pending", "Fetched URLs scheduled for another visit (--recrawl), due ones included.", func() float64 {
+	r.gauge("frontier_queued_urls", "URLs waiting in the frontier's queues.", func() float64 { return float64(fstats().Queued) })
+	r.gauge("frontier_in_flight", "URLs leased and not yet recorded.", func() float64 { return float64(fstats().InFlight) })
+	r.gauge("frontier_retry_pending", "URLs waiting for their retry time.", func() float64 { return float64(fstats().RetryPending) })
+	r.gauge("frontier_revisits_pending", "Fetched URLs scheduled for another visit (--recrawl), due ones included.", func() float64 {
 		fs := fstats()
 		return float64(fs.RevisitPending + fs.RevisitQueued)
 	})
-	gauge("frontier_dead_letters", "URLs parked after repeated failures.", func() float64 { return float64(fstats().DeadLetters) })
-	gauge("frontier_seen_urls", "URLs in the seen set.", func() float64 { return float64(fstats().Seen) })
-	gauge("frontier_hosts", "Hosts the frontier knows.", func() float64 { return float64(fstats().Hosts) })
-	gauge("frontier_hosts_ready", "Hosts that may be fetched now.", func() float64 { return float64(fstats().ReadyHosts) })
-	gauge("frontier_hosts_waiting", "Hosts with queued URLs waiting for their politeness time.", func() float64 { return float64(fstats().WaitingHosts) })
-	gauge("bloom_filter_bytes", "Memory of the seen set's Bloom filter.", func() float64 { return float64(fstats().BloomBytes) })
-	gauge("bloom_filter_fill_ratio", "Share of the Bloom filter's bits set.", func() float64 { return fstats().BloomFill })
-	counter("bloom_confirms_total", "Bloom filter 'maybe seen' answers confirmed against the exact seen keys.", nil, func() float64 { return float64(fstats().BloomChecks) })
-	counter("bloom_false_positives_total", "Confirms where the exact seen keys said 'new' (a Bloom false positive).", nil, func() float64 { return float64(fstats().BloomFalsePositives) })
-	dstats := func() fetch.DNSStats { return n.client.DNSStats() }
-	counter("dns_lookups_total", "Host names looked up in the DNS cache (one per new connection).", nil, func() float64 { return float64(dstats().Lookups) })
-	counter("dns_cache_hits_total", "DNS lookups answered from the cache (positive or negative).", nil, func() float64 { return float64(dstats().Hits) })
-	counter("dns_queries_total", "DNS queries sent to the resolver (cache misses; concurrent ones collapsed).", nil, func() float64 { return float64(dstats().Queries) })
-	counter("dns_failures_total", "DNS queries that failed (NXDOMAIN, SERVFAIL, timeout).", nil, func() float64 { return float64(dstats().Failures) })
-	gauge("dns_cache_names", "Names in the DNS cache.", func() float64 { return float64(dstats().Size) })
-	gauge("fetches_in_flight", "Fetch slots fetching (robots, fetch, archive, parse), not waiting for their links' commit.", func() float64 { return float64(st.slots.Load()) })
-	gauge("leases_awaiting_commit", "Fetch slots whose fetch is over, waiting for the group commit of their links and extract job.", func() float64 { return float64(st.busy.Load() - st.slots.Load()) })
-	gauge("extract_backlog", "Pages waiting for text extraction.", func() float64 { return float64(n.stage.Backlog()) })
-	counter("extract_held_seconds_total", "Time extract workers held a page back, waiting for the machine to leave CPU idle (--extract-defer-idle).", nil, func() float64 { return n.stage.Stats().Held.Seconds() })
-	gauge("crawl_rate_pages_per_second", "Responses recorded per second over the last minute.", func() float64 { return n.rate.perSecond() })
-	gauge("fetching_paused", "1 while fetching is paused (low disk space).", func() float64 {
-		if n.pausedUntil.Load() > n.cfg.Now().UnixNano() {
-			return 1
-		}
-		return 0
-	})
-	reg.MustRegister(outboxCollector{n})
-	counter("handoffs_total", "Partitions this node handed off to their new owner.", nil, func() float64 {
+	r.gauge("frontier_dead_letters", "URLs parked after repeated failures.", func() float64 { return float64(fstats().DeadLetters) })
+	r.gauge("frontier_seen_urls", "URLs in the seen set.", func() float64 { return float64(fstats().Seen) })
+	r.gauge("frontier_hosts", "Hosts the frontier knows.", func() float64 { return float64(fstats().Hosts) })
+	r.gauge("frontier_hosts_ready", "Hosts that may be fetched now.", func() float64 { return float64(fstats().ReadyHosts) })
+	r.gauge("frontier_hosts_waiting", "Hosts with queued URLs waiting for their politeness time.", func() float64 { return float64(fstats().WaitingHosts) })
+	r.gauge("bloom_filter_bytes", "Memory of the seen set's Bloom filter.", func() float64 { return float64(fstats().BloomBytes) })
+	r.gauge("bloom_filter_fill_ratio", "Share of the Bloom filter's bits set.", func() float64 { return fstats().BloomFill })
+	r.counter("bloom_confirms_total", "Bloom filter 'maybe seen' answers confirmed against the exact seen keys.", nil, func() float64 { return float64(fstats().BloomChecks) })
+	r.counter("bloom_false_positives_total", "Confirms where the exact seen keys said 'new' (a Bloom false positive).", nil, func() float64 { return float64(fstats().BloomFalsePositives) })
+}
+
+// cluster registers the outbox's, the partitions' and Raft's figures.
+func (r registrar) cluster(n *Node) {
+	r.reg.MustRegister(outboxCollector{n})
+	r.counter("handoffs_total", "Partitions this node handed off to their new owner.", nil, func() float64 {
 		if n.cl == nil {
 			return 0
 		}
 		return float64(n.cl.Stats().Handoffs)
 	})
-	counter("forwarded_links_total", "Links another node committed to its frontier.", nil, func() float64 {
+	r.counter("forwarded_links_total", "Links another node committed to its frontier.", nil, func() float64 {
 		if n.cl == nil {
 			return 0
 		}
 		return float64(n.cl.Outbox().Stats().SentLinks)
 	})
-	counter("forwarded_bytes_total", "Wire bytes of forwarded link batches.", nil, func() float64 {
+	r.counter("forwarded_bytes_total", "Wire bytes of forwarded link batches.", nil, func() float64 {
 		if n.cl == nil {
 			return 0
 		}
 		return float64(n.cl.Outbox().Stats().SentBytes)
 	})
-	counter("outbox_head_resets_total", "Outbox drains that found a partition's links counted below where it reads from (a bug: they would never be sent) and read that partition from its start again.", nil, func() float64 {
+	r.counter("outbox_head_resets_total", "Outbox drains that found a partition's links counted below where it reads from (a bug: they would never be sent) and read that partition from its start again.", nil, func() float64 {
 		if n.cl == nil {
 			return 0
 		}
 		return float64(n.cl.Outbox().Stats().HeadResets)
 	})
-	gauge("partitions_held", "Partitions whose lease this node holds.", func() float64 {
+	r.gauge("partitions_held", "Partitions whose lease this node holds.", func() float64 {
 		if n.cl == nil {
 			return 0
 		}
 		return float64(n.cl.Held())
 	})
+	r.gauge("raft_leader", "1 while this node is the Raft leader.", func() float64 {
+		if n.cl != nil && n.cl.IsLeader() {
+			return 1
+		}
+		return 0
+	})
+	r.gauge("raft_in_contact", "1 while this node has heard from the Raft leader within the lease time (it may fetch).", func() float64 {
+		if n.cl != nil && n.cl.InContact() {
+			return 1
+		}
+		return 0
+	})
+}
+
+// replica registers replication's counters.
+func (r registrar) replica(n *Node) {
 	repl := func(f func(rc replica.Counters) int64) func() float64 {
 		return func() float64 {
 			if n.repl == nil {
@@ -152,41 +191,28 @@ func newMetrics(n *Node) *metrics {
 			return float64(f(n.repl.Counters()))
 		}
 	}
-	counter("replica_bytes_total", "Wire bytes of partition changes sent to backup nodes.", nil, repl(func(rc replica.Counters) int64 { return rc.Bytes }))
-	counter("replica_records_total", "Frontier records (set or deleted) sent to backup nodes.", nil, repl(func(rc replica.Counters) int64 { return rc.Records }))
-	counter("replica_failures_total", "Replication rounds to a backup that failed (retried next round).", nil, repl(func(rc replica.Counters) int64 { return rc.Failures }))
-	counter("replica_change_log_values_total", "Changed keys a replica round took from the change log without a read (their values, or an outbox deletion).", nil, repl(func(rc replica.Counters) int64 { return rc.LogValues }))
-	counter("replica_change_log_reads_total", "Changed keys a replica round read from its snapshot (deletions other than the outbox's, keys written again since, values past the log's bound).", nil, repl(func(rc replica.Counters) int64 { return rc.LogReads }))
-	counter("replica_resets_total", "Partitions a backup asked for in full (its copy did not start where the delta did).", nil, repl(func(rc replica.Counters) int64 { return rc.Resets }))
-	counter("replica_change_log_cut_misses_total", "Replica rounds whose snapshot the change log had not reached within its wait: every partition took the full pass.", nil, repl(func(rc replica.Counters) int64 { return rc.CutMisses }))
-	counter("replica_change_log_misses_total", "Partition exports of a round whose copy stood below the change log's coverage (a start, or keys dropped at the log's bound): the full pass.", nil, repl(func(rc replica.Counters) int64 { return rc.LogMisses }))
-	counter("replica_full_copies_total", "Partition sections sent whole to a backup (no copy there yet, a new backup, a reset).", nil, repl(func(rc replica.Counters) int64 { return rc.FullCopies }))
-	counter("replica_full_copy_records_total", "Frontier records sent in whole sections (part of replica_records_total).", nil, repl(func(rc replica.Counters) int64 { return rc.FullRecords }))
-	counter("replica_unscanned_exports_total", "Delta sections a round exported on their own, not from what it read ahead (the change log or the shared pass); counted in each phase of the round.", nil, repl(func(rc replica.Counters) int64 { return rc.Unscanned }))
-	counter("replica_skipped_partitions_total", "Held partitions a replica round left out (no contact with the leader, the backup not alive to gossip): their copies resume from where they stood.", nil, repl(func(rc replica.Counters) int64 { return rc.Skipped }))
-	counter("replica_change_log_overflows_total", "Times the change log dropped a partition's keys at its bound (that partition's next export takes the full pass).", nil, repl(func(rc replica.Counters) int64 { return rc.LogOverflows }))
-	counter("replica_outbox_entries_skipped_total", "Outbox entries replica rounds left out (a retried round counts them again): written and sent on (deleted) since the copy's version, so the copy never had them.", nil, repl(func(rc replica.Counters) int64 { return rc.OutboxSkipped }))
-	counter("replica_ack_unreplicated_total", "Forwarded link batches acknowledged before this node's backups held them (a backup too slow or down).", nil, repl(func(rc replica.Counters) int64 { return rc.AckUncopied }))
-	counter("replica_promotions_total", "Copies of a lost node's partitions merged into this node's frontier.", nil, repl(func(rc replica.Counters) int64 { return rc.Promoted }))
-	gauge("replica_lag_seconds", "Age of the oldest backup copy of a partition this node holds (how much a loss of this node would undo).", func() float64 {
+	r.counter("replica_bytes_total", "Wire bytes of partition changes sent to backup nodes.", nil, repl(func(rc replica.Counters) int64 { return rc.Bytes }))
+	r.counter("replica_records_total", "Frontier records (set or deleted) sent to backup nodes.", nil, repl(func(rc replica.Counters) int64 { return rc.Records }))
+	r.counter("replica_failures_total", "Replication rounds to a backup that failed (retried next round).", nil, repl(func(rc replica.Counters) int64 { return rc.Failures }))
+	r.counter("replica_change_log_values_total", "Changed keys a replica round took from the change log without a read (their values, or an outbox deletion).", nil, repl(func(rc replica.Counters) int64 { return rc.LogValues }))
+	r.counter("replica_change_log_reads_total", "Changed keys a replica round read from its snapshot (deletions other than the outbox's, keys written again since, values past the log's bound).", nil, repl(func(rc replica.Counters) int64 { return rc.LogReads }))
+	r.counter("replica_resets_total", "Partitions a backup asked for in full (its copy did not start where the delta did).", nil, repl(func(rc replica.Counters) int64 { return rc.Resets }))
+	r.counter("replica_change_log_cut_misses_total", "Replica rounds whose snapshot the change log had not reached within its wait: every partition took the full pass.", nil, repl(func(rc replica.Counters) int64 { return rc.CutMisses }))
+	r.counter("replica_change_log_misses_total", "Partition exports of a round whose copy stood below the change log's coverage (a start, or keys dropped at the log's bound): the full pass.", nil, repl(func(rc replica.Counters) int64 { return rc.LogMisses }))
+	r.counter("replica_full_copies_total", "Partition sections sent whole to a backup (no copy there yet, a new backup, a reset).", nil, repl(func(rc replica.Counters) int64 { return rc.FullCopies }))
+	r.counter("replica_full_copy_records_total", "Frontier records sent in whole sections (part of replica_records_total).", nil, repl(func(rc replica.Counters) int64 { return rc.FullRecords }))
+	r.counter("replica_unscanned_exports_total", "Delta sections a round exported on their own, not from what it read ahead (the change log or the shared pass); counted in each phase of the round.", nil, repl(func(rc replica.Counters) int64 { return rc.Unscanned }))
+	r.counter("replica_skipped_partitions_total", "Held partitions a replica round left out (no contact with the leader, the backup not alive to gossip): their copies resume from where they stood.", nil, repl(func(rc replica.Counters) int64 { return rc.Skipped }))
+	r.counter("replica_change_log_overflows_total", "Times the change log dropped a partition's keys at its bound (that partition's next export takes the full pass).", nil, repl(func(rc replica.Counters) int64 { return rc.LogOverflows }))
+	r.counter("replica_outbox_entries_skipped_total", "Outbox entries replica rounds left out (a retried round counts them again): written and sent on (deleted) since the copy's version, so the copy never had them.", nil, repl(func(rc replica.Counters) int64 { return rc.OutboxSkipped }))
+	r.counter("replica_ack_unreplicated_total", "Forwarded link batches acknowledged before this node's backups held them (a backup too slow or down).", nil, repl(func(rc replica.Counters) int64 { return rc.AckUncopied }))
+	r.counter("replica_promotions_total", "Copies of a lost node's partitions merged into this node's frontier.", nil, repl(func(rc replica.Counters) int64 { return rc.Promoted }))
+	r.gauge("replica_lag_seconds", "Age of the oldest backup copy of a partition this node holds (how much a loss of this node would undo).", func() float64 {
 		if n.repl == nil {
 			return 0
 		}
 		return n.repl.Counters().Lag.Seconds()
 	})
-	gauge("raft_leader", "1 while this node is the Raft leader.", func() float64 {
-		if n.cl != nil && n.cl.IsLeader() {
-			return 1
-		}
-		return 0
-	})
-	gauge("raft_in_contact", "1 while this node has heard from the Raft leader within the lease time (it may fetch).", func() float64 {
-		if n.cl != nil && n.cl.InContact() {
-			return 1
-		}
-		return 0
-	})
-	return m
 }
 
 func (m *metrics) handler() http.Handler {
