@@ -508,6 +508,26 @@ func (n *Node) Run(ctx context.Context) error {
 		return fmt.Errorf("start extract stage: %w", err)
 	}
 
+	graceful, left := n.crawl(ctx)
+	if graceful && (n.cfg.ExitWhenDone || left) {
+		// A batch crawl's output is complete only when the extract stage caught up.
+		if err := n.stage.Drain(ctx); err != nil && ctx.Err() == nil {
+			return fmt.Errorf("drain extract stage: %w", err)
+		}
+	}
+	shCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := n.stage.Shutdown(shCtx); err != nil {
+		n.log.Warn("extract stage shutdown", "err", err)
+	}
+	return nil
+}
+
+// crawl runs the fetch slots, the committers and the background loops until ctx ends,
+// the crawl is done (ExitWhenDone, MaxPages) or a decommission handed everything off,
+// then lets fetches in flight finish for a short grace. graceful: the crawl ended of its
+// own (done, MaxPages or left); left: a decommission ended it.
+func (n *Node) crawl(ctx context.Context) (graceful, left bool) {
 	// leaseCtx stops new leases; fetchCtx aborts fetches still running after the grace.
 	leaseCtx, stopLeasing := context.WithCancel(ctx)
 	defer stopLeasing()
@@ -549,7 +569,6 @@ func (n *Node) Run(ctx context.Context) error {
 		}()
 	}
 	// A decommission ends the run like a finished crawl once everything is handed off.
-	left := false
 	bg.Add(1)
 	go func() {
 		defer bg.Done()
@@ -562,7 +581,6 @@ func (n *Node) Run(ctx context.Context) error {
 	}()
 
 	<-leaseCtx.Done()
-	graceful := false
 	select {
 	case <-done:
 		graceful = true
@@ -585,20 +603,7 @@ func (n *Node) Run(ctx context.Context) error {
 		<-waited
 	}
 	bg.Wait()
-	graceful = graceful || left
-
-	if graceful && (n.cfg.ExitWhenDone || left) {
-		// A batch crawl's output is complete only when the extract stage caught up.
-		if err := n.stage.Drain(ctx); err != nil && ctx.Err() == nil {
-			return fmt.Errorf("drain extract stage: %w", err)
-		}
-	}
-	shCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := n.stage.Shutdown(shCtx); err != nil {
-		n.log.Warn("extract stage shutdown", "err", err)
-	}
-	return nil
+	return graceful || left, left
 }
 
 // waitDone reports true once the crawl is done: the frontier idle (nothing queued, in
