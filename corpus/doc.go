@@ -95,8 +95,13 @@
 // alt text that sat between two words kept next to each other (nothing between them dropped)
 // comes back before the second, as a paragraph of its own where it stood between blocks.
 // Images without alt text carry nothing for a reader of text and are left out. go-trafilatura
-// turns <pre><code> into a <code> among blocks; that becomes a fenced code block again. Only
-// kept pages get Markdown (duplicates lose it with their text).
+// turns <pre><code> into a <code> among blocks; that becomes a fenced code block again (and a
+// <code> around whole tables is undone). A heading in a table cell becomes bold, list items
+// outside a list get one, and a table without a header row gets its first row promoted, so
+// that GFM can show every table. Only kept pages get Markdown (duplicates lose it with their
+// text). TestRealWorldMarkdown holds it to the real-world pages: the tree's headings, list
+// items and tables are found as such in the Markdown, and nothing the set marks unwanted that
+// the text leaves out appears in it.
 //
 // The tree is converted by github.com/JohannesKaufmann/html-to-markdown/v2: it takes an
 // x/net/html node as it is (no serialising and re-parsing), is CommonMark with GFM tables and

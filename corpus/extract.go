@@ -127,18 +127,7 @@ func (e *extractor) run(j *Job, body []byte, useShortcut bool) analysis {
 		return reject(RejectTooLarge, strconv.Itoa(len(body)))
 	}
 
-	var r = bytes.NewReader(body)
-	var doc *html.Node
-	var err error
-	if utf8.Valid(body) {
-		doc, err = html.Parse(r)
-	} else {
-		var cr interface{ Read([]byte) (int, error) }
-		cr, err = charset.NewReader(r, j.ContentType)
-		if err == nil {
-			doc, err = html.Parse(cr)
-		}
-	}
+	doc, err := parseHTML(body, j.ContentType)
 	if err != nil {
 		return reject(RejectParse, err.Error())
 	}
@@ -229,6 +218,20 @@ func (e *extractor) run(j *Job, body []byte, useShortcut bool) analysis {
 	}
 	a.rec = rec
 	return a
+}
+
+// parseHTML parses a page: as it is when it is valid UTF-8, else decoded by the Content-Type
+// charset, a BOM or <meta charset>, as browsers do.
+func parseHTML(body []byte, contentType string) (*html.Node, error) {
+	r := bytes.NewReader(body)
+	if utf8.Valid(body) {
+		return html.Parse(r)
+	}
+	cr, err := charset.NewReader(r, contentType)
+	if err != nil {
+		return nil, err
+	}
+	return html.Parse(cr)
 }
 
 // normalizeLang turns "en-US", "EN_gb", "en" into "en"; anything else not two letters into "".

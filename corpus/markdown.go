@@ -22,7 +22,10 @@ func newMarkdownConverter() *converter.Converter {
 	return converter.NewConverter(converter.WithPlugins(
 		base.NewBasePlugin(),
 		commonmark.NewCommonmarkPlugin(),
-		table.NewTablePlugin(),
+		// A cell with lines of its own (<p>s, <br>) keeps them as <br />: without this the
+		// converter gives up the whole table.
+		// GFM tables need a header row: a table without one gets its first row promoted.
+		table.NewTablePlugin(table.WithNewlineBehavior(table.NewlineBehaviorPreserve), table.WithHeaderPromotion(true)),
 		strikethrough.NewStrikethroughPlugin(),
 	))
 }
@@ -35,7 +38,7 @@ func markdownOf(conv *converter.Converter, content *html.Node, w *pageWalk, page
 		return "", nil
 	}
 	base := pageBase(pageURL, w.base)
-	codeBlocks(content)
+	prepareTree(content, false)
 	restoreLinks(content, w, base)
 	var opts []converter.ConvertOptionFunc
 	if base != nil {
@@ -48,31 +51,138 @@ func markdownOf(conv *converter.Converter, content *html.Node, w *pageWalk, page
 	return strings.TrimSpace(string(out)), nil
 }
 
-// codeBlocks turns go-trafilatura's code blocks back into <pre><code>: it makes a <pre> that
-// holds code, and <pre><code> of highlighted code, into a <code> element among blocks
-// (<code><code>...</code></code>), which would read as inline code.
-func codeBlocks(n *html.Node) {
+// prepareTree mends what go-trafilatura's main-content tree has that Markdown cannot show:
+//   - a <pre> that holds code, and <pre><code> of highlighted code, become a <code> element
+//     among blocks (<code><code>...</code></code>), which would read as inline code: it is
+//     made <pre><code> again;
+//   - a heading inside a table cell (GFM cells hold no blocks, and the converter would give up
+//     the whole table) becomes <strong>, and each cell gets a trailing space so that cells of
+//     a table that still cannot be a table do not run together;
+//   - list items outside any list (<blockquote><li>...) get a <ul> each run of them.
+func prepareTree(n *html.Node, inCell bool) {
 	for c := n.FirstChild; c != nil; c = c.NextSibling {
 		if c.Type != html.ElementNode {
 			continue
 		}
-		if atomOf(c) == atom.Code && n.Type == html.ElementNode && !inline(atomOf(n)) {
-			switch atomOf(n) {
-			case atom.P, atom.H1, atom.H2, atom.H3, atom.H4, atom.H5, atom.H6, atom.Pre:
+		switch a := atomOf(c); {
+		case a == atom.Code && hasBlock(c):
+			// go-trafilatura's <code> around whole blocks (a <pre> holding tables): the
+			// blocks, not one code block.
+			first := c.FirstChild
+			for k := c.FirstChild; k != nil; k = c.FirstChild {
+				c.RemoveChild(k)
+				n.InsertBefore(k, c)
+			}
+			n.RemoveChild(c)
+			if first == nil {
+				return
+			}
+			c = first.PrevSibling
+			if c == nil {
+				prepareTree(n, inCell) // the moved children are n's first: start over
+				return
+			}
+			continue
+		case a == atom.Code && !inCell && codeBlock(n, c):
+			if strings.TrimSpace(textOf(c)) == "" {
+				prev := c.PrevSibling
+				n.RemoveChild(c)
+				if c = prev; c == nil {
+					prepareTree(n, inCell)
+					return
+				}
 				continue
 			}
 			c.Data, c.DataAtom = "pre", atom.Pre
 			if k := c.FirstChild; k == nil || k.NextSibling != nil || k.Type != html.ElementNode || atomOf(k) != atom.Code {
 				code := &html.Node{Type: html.ElementNode, Data: "code", DataAtom: atom.Code}
-				for k := c.FirstChild; k != nil; k = c.FirstChild {
-					c.RemoveChild(k)
-					code.AppendChild(k)
-				}
+				moveChildren(c, code)
 				c.AppendChild(code)
 			}
 			continue
+		case inCell && paragraphLike(a) && a != atom.P && a != atom.Pre:
+			c.Data, c.DataAtom = "strong", atom.Strong
+		case a == atom.Td || a == atom.Th:
+			prepareTree(c, true)
+			c.AppendChild(&html.Node{Type: html.TextNode, Data: " "})
+			continue
+		case a == atom.Li && atomOf(n) != atom.Ul && atomOf(n) != atom.Ol:
+			ul := &html.Node{Type: html.ElementNode, Data: "ul", DataAtom: atom.Ul}
+			n.InsertBefore(ul, c)
+			for c.Type == html.ElementNode && atomOf(c) == atom.Li || c.Type == html.TextNode && strings.TrimSpace(c.Data) == "" {
+				next := c.NextSibling
+				n.RemoveChild(c)
+				ul.AppendChild(c)
+				if next == nil {
+					break
+				}
+				c = next
+			}
+			prepareTree(ul, inCell)
+			c = ul
+			continue
 		}
-		codeBlocks(c)
+		prepareTree(c, inCell)
+	}
+}
+
+// codeBlock says whether <code> element c in parent n is a block: it sits among blocks (in
+// the tree's root, a <div>, <blockquote>, <section>, <article>), or holds lines of its own
+// outside a paragraph.
+func codeBlock(n, c *html.Node) bool {
+	if n.Type != html.ElementNode {
+		return false
+	}
+	switch atomOf(n) {
+	case atom.Body, atom.Div, atom.Blockquote, atom.Section, atom.Article, atom.Main:
+		return true
+	}
+	return !inline(atomOf(n)) && !paragraphLike(atomOf(n)) && strings.Contains(textOf(c), "\n")
+}
+
+// textOf is the text of n's subtree.
+func textOf(n *html.Node) string {
+	if n.Type == html.TextNode {
+		return n.Data
+	}
+	var b strings.Builder
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		b.WriteString(textOf(c))
+	}
+	return b.String()
+}
+
+// hasBlock says whether n holds a table, list, paragraph, heading or division.
+func hasBlock(n *html.Node) bool {
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		if c.Type != html.ElementNode {
+			continue
+		}
+		switch atomOf(c) {
+		case atom.Table, atom.Ul, atom.Ol, atom.Dl, atom.P, atom.Div, atom.Blockquote,
+			atom.H1, atom.H2, atom.H3, atom.H4, atom.H5, atom.H6:
+			return true
+		}
+		if hasBlock(c) {
+			return true
+		}
+	}
+	return false
+}
+
+// paragraphLike elements hold inline content only.
+func paragraphLike(a atom.Atom) bool {
+	switch a {
+	case atom.P, atom.H1, atom.H2, atom.H3, atom.H4, atom.H5, atom.H6, atom.Pre:
+		return true
+	}
+	return false
+}
+
+func moveChildren(from, to *html.Node) {
+	for k := from.FirstChild; k != nil; k = from.FirstChild {
+		from.RemoveChild(k)
+		to.AppendChild(k)
 	}
 }
 
