@@ -130,8 +130,9 @@ type Config struct {
 	// recall on odd layouts.
 	Fallback bool
 	// NoMarkdown leaves Record.Markdown empty. Default false: kept pages carry their main
-	// content as Markdown too, which adds about 4% to the stage's CPU per page on real pages
-	// (BENCHMARKS.md, corpus) and roughly doubles a kept record's size before compression.
+	// content as Markdown too, which adds 4-7% to the stage's CPU per page on real pages
+	// (BENCHMARKS.md, "Markdown beside the text") and roughly doubles a kept record's size
+	// before compression.
 	NoMarkdown bool
 	// Load returns the page body for a job, e.g. read back from WARC (required). HTML that is
 	// valid UTF-8 is parsed as is; anything else is decoded by the Content-Type charset, a BOM
