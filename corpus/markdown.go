@@ -1,6 +1,7 @@
 package corpus
 
 import (
+	"fmt"
 	"net/url"
 	"strings"
 	"unicode"
@@ -33,10 +34,16 @@ func newMarkdownConverter() *converter.Converter {
 // markdownOf renders content, go-trafilatura's main-content tree of the page (ContentNode;
 // it is changed), as Markdown, with the page's links and images put back (restoreLinks).
 // pageURL and the page's <base href> (w.base) resolve them to absolute URLs.
-func markdownOf(conv *converter.Converter, content *html.Node, w *pageWalk, pageURL string) (string, error) {
+func markdownOf(conv *converter.Converter, content *html.Node, w *pageWalk, pageURL string) (md string, err error) {
 	if content == nil {
 		return "", nil
 	}
+	// A page that trips the converter loses its Markdown, not the node.
+	defer func() {
+		if r := recover(); r != nil {
+			md, err = "", fmt.Errorf("corpus: markdown: %v", r)
+		}
+	}()
 	base := pageBase(pageURL, w.base)
 	prepareTree(content, false)
 	restoreLinks(content, w, base)
