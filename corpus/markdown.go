@@ -239,6 +239,9 @@ type mdWord struct {
 	node       *html.Node
 	start, end int
 	page       int
+	// joinNext: the word runs on into the next one (a text node's edge cut it); outside: it
+	// is punctuation of a page word only partly inside a link, outside that link.
+	joinNext, outside bool
 }
 
 // restoreLinks puts the page's links and images back into go-trafilatura's main-content tree,
@@ -256,7 +259,15 @@ func restoreLinks(content *html.Node, w *pageWalk, base *url.URL) {
 	var collect func(n *html.Node)
 	collect = func(n *html.Node) {
 		if n.Type == html.TextNode {
+			from := len(words)
 			words = appendWords(words, n)
+			// A word cut by an element's edge ("documentation" + "." where the link
+			// ended) is one word of the page: its pieces are placed together.
+			if from > 0 && from < len(words) && words[from].start == 0 {
+				if p := &words[from-1]; p.end == len(p.node.Data) && blockOf(p.node) == blockOf(n) {
+					p.joinNext = true
+				}
+			}
 			return
 		}
 		for c := n.FirstChild; c != nil; c = c.NextSibling {
@@ -264,18 +275,12 @@ func restoreLinks(content *html.Node, w *pageWalk, base *url.URL) {
 		}
 	}
 	collect(content)
-	for i := range words {
-		next := ""
-		if i+1 < len(words) {
-			next = words[i+1].text()
-		}
-		words[i].page = al.place(words[i].text(), next, i+1 == len(words))
-	}
+	placeWords(al, words)
 
 	// The resolved target of each word (hrefs resolved once each).
 	resolved := make(map[int32]string)
 	target := func(wd *mdWord) string {
-		if wd.page < 0 {
+		if wd.page < 0 || wd.outside {
 			return ""
 		}
 		id := w.words.hrefs[wd.page]
@@ -345,6 +350,50 @@ func trimPunct(word string, linked int, leading bool) int {
 		n--
 	}
 	return cut
+}
+
+// placeWords aligns the words (pieces joined by joinNext as one) with the page's words. A
+// piece of a word only partly inside a link that is punctuation alone is marked outside it.
+func placeWords(al *aligner, words []mdWord) {
+	chainEnd := func(i int) int {
+		for i < len(words) && words[i].joinNext {
+			i++
+		}
+		return i + 1
+	}
+	text := func(i, j int) string {
+		if j == i+1 {
+			return words[i].text()
+		}
+		var b strings.Builder
+		for k := i; k < j; k++ {
+			b.WriteString(words[k].text())
+		}
+		return b.String()
+	}
+	for i := 0; i < len(words); {
+		j := chainEnd(i)
+		w, next := text(i, j), ""
+		if j < len(words) {
+			next = text(j, chainEnd(j))
+		}
+		pg := al.place(w, next, j == len(words))
+		partly := pg >= 0 && int(al.p.links[pg]) < utf8.RuneCountInString(w)
+		for k := i; k < j; k++ {
+			words[k].page = pg
+			words[k].outside = partly && j > i+1 && strings.TrimFunc(words[k].text(), unicode.IsPunct) == ""
+		}
+		i = j
+	}
+}
+
+// blockOf is n's nearest ancestor that is not inline.
+func blockOf(n *html.Node) *html.Node {
+	p := n.Parent
+	for p != nil && p.Type == html.ElementNode && inline(atomOf(p)) {
+		p = p.Parent
+	}
+	return p
 }
 
 func (wd *mdWord) text() string { return wd.node.Data[wd.start:wd.end] }

@@ -68,8 +68,13 @@ func TestMarkdownStructure(t *testing.T) {
 			name: "links made absolute",
 			url:  "http://h.sim.test/reports/2026/rivers.html",
 			article: `<p>See <a href="../methods/survey.html">the survey method</a> and <a href="/data/flows.csv">the flow data</a>` +
-				` and <a href="https://other.sim.test/x?a=1&amp;b=2">a partner study</a>, or <a href="javascript:void(0)">share this</a>.</p>`,
+				` and <a href="https://other.sim.test/x?a=1&amp;b=2">a partner study</a>, or <a href="javascript:void(0)">share this</a>.</p>` +
+				// Around inline code go-trafilatura keeps the link's text and the "." after it
+				// in text nodes of their own.
+				`<p>To find it, enable the <code>Performance/Detect</code> cop. Here is a <a href="https://docs.sim.test/cops">link to the documentation</a>.` +
+				` And (<a href="/b">see this</a>) before the next season of surveys starts.</p>`,
 			want: []string{`\[the survey method\]\(http://h\.sim\.test/reports/methods/survey\.html\)`,
+				`\[link to the documentation\]\(https://docs\.sim\.test/cops\)\.`, `\(\[see this\]\(http://h\.sim\.test/b\)\)`,
 				`\[the flow data\]\(http://h\.sim\.test/data/flows\.csv\)`, `\[a partner study\]\(https://other\.sim\.test/x\?a=1&b=2\)`,
 				`share this`},
 			never: []string{"javascript:"},
