@@ -130,7 +130,7 @@ type Config struct {
 	// recall on odd layouts.
 	Fallback bool
 	// NoMarkdown leaves Record.Markdown empty. Default false: kept pages carry their main
-	// content as Markdown too, which adds 4-7% to the stage's CPU per page on real pages
+	// content as Markdown too, which adds 5-10% to the stage's CPU per page on real pages
 	// (BENCHMARKS.md, "Markdown beside the text") and roughly doubles a kept record's size
 	// before compression.
 	NoMarkdown bool
