@@ -24,8 +24,8 @@ func newMarkdownConverter() *converter.Converter {
 		base.NewBasePlugin(),
 		commonmark.NewCommonmarkPlugin(),
 		// A cell with lines of its own (<p>s, <br>) keeps them as <br />: without this the
-		// converter gives up the whole table.
-		// GFM tables need a header row: a table without one gets its first row promoted.
+		// converter gives up the whole table. GFM tables need a header row: a table
+		// without one gets its first row promoted.
 		table.NewTablePlugin(table.WithNewlineBehavior(table.NewlineBehaviorPreserve), table.WithHeaderPromotion(true)),
 		strikethrough.NewStrikethroughPlugin(),
 	))
@@ -61,7 +61,8 @@ func markdownOf(conv *converter.Converter, content *html.Node, w *pageWalk, page
 // prepareTree mends what go-trafilatura's main-content tree has that Markdown cannot show:
 //   - a <pre> that holds code, and <pre><code> of highlighted code, become a <code> element
 //     among blocks (<code><code>...</code></code>), which would read as inline code: it is
-//     made <pre><code> again;
+//     made <pre><code> again, and dropped when it holds only white space; a <code> around
+//     whole blocks (tables of a <pre>) is undone;
 //   - a heading inside a table cell (GFM cells hold no blocks, and the converter would give up
 //     the whole table) becomes <strong>, and each cell gets a trailing space so that cells of
 //     a table that still cannot be a table do not run together;
