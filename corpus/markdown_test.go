@@ -92,7 +92,17 @@ func TestMarkdownStructure(t *testing.T) {
 			article: `<p>The chart below shows the flows of the last ten years, measured at the mouth of the river.</p>` +
 				`<p><img src="img/chart.png" alt="Chart of yearly flows"></p>` +
 				`<p>Flows rose in every year but two, which the survey puts down to the dry summers of those years.</p>`,
-			want: []string{`!\[Chart of yearly flows\]\(http://h\.sim\.test/a/img/chart\.png\)`},
+			// Between two blocks: a paragraph of its own.
+			want: []string{`(?m)^!\[Chart of yearly flows\]\(http://h\.sim\.test/a/img/chart\.png\)$`},
+		},
+		{
+			name: "image alt inline, images without alt or in dropped parts left out",
+			url:  "http://h.sim.test/a/page.html",
+			article: `<p>The gauge <img src="/icons/gauge.svg" alt="gauge icon"> at the mouth reads the level every hour of the year, in rain and snow.</p>` +
+				`<p>Nothing marks <img src="/spacer.gif" alt=""> the old ford any more, since the bridge was built a little further up the river.</p>` +
+				`<figure><img src="/img/ford.jpg" alt="The old ford"><figcaption>The ford in 1950</figcaption></figure>`,
+			want:  []string{`gauge !\[gauge icon\]\(http://h\.sim\.test/icons/gauge\.svg\) at the mouth`},
+			never: []string{"spacer.gif", "The old ford", "ford.jpg"},
 		},
 	}
 	ex := testExtractor(Filters{})
