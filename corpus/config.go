@@ -129,6 +129,11 @@ type Config struct {
 	// result looks poor. Default false: it roughly doubles the cost per page for a small gain in
 	// recall on odd layouts.
 	Fallback bool
+	// NoMarkdown leaves Record.Markdown empty. Default false: kept pages carry their main
+	// content as Markdown too, which adds 5-10% to the stage's CPU per page on real pages
+	// (BENCHMARKS.md, "Markdown beside the text") and roughly doubles a kept record's size
+	// before compression.
+	NoMarkdown bool
 	// Load returns the page body for a job, e.g. read back from WARC (required). HTML that is
 	// valid UTF-8 is parsed as is; anything else is decoded by the Content-Type charset, a BOM
 	// or <meta charset>, as browsers do.
@@ -295,6 +300,11 @@ type Record struct {
 	Title       string    `json:"title,omitempty"`
 	// Text is the main text; empty for rejected pages, and for duplicates unless IncludeDuplicates.
 	Text string `json:"text,omitempty"`
+	// Markdown is the same main content as Markdown: headings, paragraphs, lists, tables, code
+	// blocks, emphasis, links (absolute URLs) and images' alt text (see the package doc,
+	// "Markdown"). Empty when Text is, and with Config.NoMarkdown. Added after the first
+	// shards: records without it read as before.
+	Markdown string `json:"markdown,omitempty"`
 	// ContentHash is the hex SHA-256 of NormalizeText(Text) (set whenever text was extracted).
 	ContentHash string `json:"content_hash,omitempty"`
 	// SimHash is the 64-bit near-duplicate fingerprint (see SimHash) as 16 hex digits (set

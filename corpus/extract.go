@@ -13,6 +13,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/JohannesKaufmann/html-to-markdown/v2/converter"
 	trafilatura "github.com/markusmobius/go-trafilatura"
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
@@ -27,14 +28,21 @@ type extractor struct {
 	token    string
 	fallback bool
 	maxBody  int
+	// md converts kept pages' main content to Markdown; nil with Config.NoMarkdown.
+	md *converter.Converter
 }
 
 func newExtractor(cfg *Config) *extractor {
+	var md *converter.Converter
+	if !cfg.NoMarkdown {
+		md = newMarkdownConverter()
+	}
 	return &extractor{
 		filters:  cfg.Filters,
 		token:    strings.ToLower(cfg.UserAgentToken),
 		fallback: cfg.Fallback,
 		maxBody:  cfg.MaxBodyBytes,
+		md:       md,
 	}
 }
 
@@ -119,18 +127,7 @@ func (e *extractor) run(j *Job, body []byte, useShortcut bool) analysis {
 		return reject(RejectTooLarge, strconv.Itoa(len(body)))
 	}
 
-	var r = bytes.NewReader(body)
-	var doc *html.Node
-	var err error
-	if utf8.Valid(body) {
-		doc, err = html.Parse(r)
-	} else {
-		var cr interface{ Read([]byte) (int, error) }
-		cr, err = charset.NewReader(r, j.ContentType)
-		if err == nil {
-			doc, err = html.Parse(cr)
-		}
-	}
+	doc, err := parseHTML(body, j.ContentType)
 	if err != nil {
 		return reject(RejectParse, err.Error())
 	}
@@ -215,8 +212,26 @@ func (e *extractor) run(j *Job, body []byte, useShortcut bool) analysis {
 		rec.Text = ""
 		return reject(RejectLanguage, rec.Language)
 	}
+	if e.md != nil {
+		// Kept pages only: a conversion error leaves the record without Markdown.
+		rec.Markdown, _ = markdownOf(e.md, res.ContentNode, &w, j.URL)
+	}
 	a.rec = rec
 	return a
+}
+
+// parseHTML parses a page: as it is when it is valid UTF-8, else decoded by the Content-Type
+// charset, a BOM or <meta charset>, as browsers do.
+func parseHTML(body []byte, contentType string) (*html.Node, error) {
+	r := bytes.NewReader(body)
+	if utf8.Valid(body) {
+		return html.Parse(r)
+	}
+	cr, err := charset.NewReader(r, contentType)
+	if err != nil {
+		return nil, err
+	}
+	return html.Parse(cr)
 }
 
 // normalizeLang turns "en-US", "EN_gb", "en" into "en"; anything else not two letters into "".
@@ -254,6 +269,18 @@ type pageWalk struct {
 	// characters go-trafilatura's main text can be made of (doc.go, "The shortcut").
 	reach int
 	words pageWords
+	// hrefs are the href attributes of the body's links in document order (pageWords.hrefs
+	// points into them), base the first <base href>, images the body's visible images with
+	// alt text: what the Markdown's links and images are made of.
+	hrefs  []string
+	base   string
+	images []pageImage
+}
+
+// pageImage is an <img> with alt text, placed before page word at.
+type pageImage struct {
+	at       int32
+	alt, src string
 }
 
 // pageWords are the words of the page's text in document order with, for each, how many of its
@@ -263,11 +290,18 @@ type pageWords struct {
 	buf   []byte
 	ends  []int32 // word i is buf[ends[i-1]:ends[i]]
 	links []int32 // non-space characters of word i inside <a>
-	start int     // start of the word being read
+	// hrefs[i] is the link (1-based index into pageWalk.hrefs) word i's first character
+	// inside an <a href> sits in, 0 for none: what the Markdown's links are made of.
+	hrefs []int32
+	start int // start of the word being read
 	link  int32
+	href  int32
 }
 
-func (p *pageWords) add(text string, inLink bool) {
+// add appends text's words; link is the enclosing <a>: 0 none, -1 one without href, else its
+// 1-based index into pageWalk.hrefs.
+func (p *pageWords) add(text string, link int32) {
+	inLink := link != 0
 	for i := 0; i < len(text); {
 		c := text[i]
 		if c < utf8.RuneSelf {
@@ -289,6 +323,9 @@ func (p *pageWords) add(text string, inLink bool) {
 		}
 		if inLink {
 			p.link++
+			if p.href == 0 && link > 0 {
+				p.href = link
+			}
 		}
 	}
 }
@@ -299,7 +336,8 @@ func (p *pageWords) flush() {
 	if len(p.buf) > p.start {
 		p.ends = append(p.ends, int32(len(p.buf)))
 		p.links = append(p.links, p.link)
-		p.start, p.link = len(p.buf), 0
+		p.hrefs = append(p.hrefs, p.href)
+		p.start, p.link, p.href = len(p.buf), 0, 0
 	}
 }
 
@@ -321,61 +359,84 @@ func fnv64(b []byte) uint64 {
 }
 
 // linkCharsOf returns how many non-space characters of text (the extracted main text) come
-// from inside links. It aligns text's words with the page's words in document order: each
+// from inside links, by aligning text's words with the page's words (aligner).
+func (p *pageWords) linkCharsOf(text string) int {
+	al := p.aligner()
+	if al == nil {
+		return 0
+	}
+	main := strings.Fields(text)
+	links := 0
+	for i, w := range main {
+		next := ""
+		if i+1 < len(main) {
+			next = main[i+1]
+		}
+		if found := al.place(w, next, i+1 == len(main)); found >= 0 {
+			links += int(p.links[found])
+		}
+	}
+	return links
+}
+
+// aligner places the words of an extracted text on the page's words in document order: each
 // word is matched with the next page word spelled the same, at most 8 words on, or further
 // on where the following word matches too (go-trafilatura drops whole blocks between kept
 // ones, and a lone common word far ahead is more likely a coincidence); at most 64 further
 // occurrences are tried. Words it cannot place (reordered, joined differently, from JSON-LD)
-// count as outside links.
-func (p *pageWords) linkCharsOf(text string) int {
+// stay unplaced. The alignment only moves forward.
+type aligner struct {
+	p *pageWords
+	// Chains of equal-hash words in document order: head[b] is the first word of bucket b not
+	// yet passed, same[i] the next word after i in i's bucket.
+	head, same []int32
+	mask       uint64
+	next       int // first page word not yet passed
+}
+
+// aligner returns a fresh aligner over the page's words, nil when the page has none.
+func (p *pageWords) aligner() *aligner {
 	n := len(p.ends)
 	if n == 0 {
-		return 0
+		return nil
 	}
-	// Chains of equal-hash words in document order: head[b] is the first word of bucket b not
-	// yet passed (the alignment only moves forward), same[i] the next word after i in i's bucket.
 	size := 1
 	for size < 2*n {
 		size <<= 1
 	}
-	mask := uint64(size - 1)
-	head := make([]int32, size)
-	for i := range head {
-		head[i] = -1
+	a := &aligner{p: p, mask: uint64(size - 1), head: make([]int32, size), same: make([]int32, n)}
+	for i := range a.head {
+		a.head[i] = -1
 	}
-	same := make([]int32, n)
 	for i := n - 1; i >= 0; i-- {
-		b := fnv64(p.word(i)) & mask
-		same[i] = head[b]
-		head[b] = int32(i)
+		b := fnv64(p.word(i)) & a.mask
+		a.same[i] = a.head[b]
+		a.head[b] = int32(i)
 	}
+	return a
+}
+
+// place returns the page word that w (followed by next; last when w ends the text) is
+// aligned with, or -1.
+func (a *aligner) place(w, next string, last bool) int {
 	const near, tries = 8, 64
-	main := strings.Fields(text)
-	links, next := 0, 0
-	for i, w := range main {
-		b := fnv64([]byte(w)) & mask
-		for head[b] >= 0 && int(head[b]) < next {
-			head[b] = same[head[b]]
-		}
-		found := -1
-		for c, t := head[b], 0; c >= 0 && t < tries; c = same[c] {
-			if string(p.word(int(c))) != w {
-				continue
-			}
-			t++
-			if int(c)-next <= near || i+1 == len(main) ||
-				(int(c)+1 < n && string(p.word(int(c)+1)) == main[i+1]) {
-				found = int(c)
-				break
-			}
-		}
-		if found < 0 {
+	p, n := a.p, len(a.p.ends)
+	b := fnv64([]byte(w)) & a.mask
+	for a.head[b] >= 0 && int(a.head[b]) < a.next {
+		a.head[b] = a.same[a.head[b]]
+	}
+	for c, t := a.head[b], 0; c >= 0 && t < tries; c = a.same[c] {
+		if string(p.word(int(c))) != w {
 			continue
 		}
-		links += int(p.links[found])
-		next = found + 1
+		t++
+		if int(c)-a.next <= near || last ||
+			(int(c)+1 < n && string(p.word(int(c)+1)) == next) {
+			a.next = int(c) + 1
+			return int(c)
+		}
 	}
-	return links
+	return -1
 }
 
 // inline elements do not separate words: text on both sides of their edges runs on.
@@ -395,8 +456,10 @@ func inline(a atom.Atom) bool {
 // page's words for link density.
 func walkPage(doc *html.Node, token string) pageWalk {
 	var w pageWalk
-	var walk func(n *html.Node, inBody, inLink, hidden bool)
-	walk = func(n *html.Node, inBody, inLink, hidden bool) {
+	// link is the enclosing <a>: 0 none, -1 one without href, else 1 + its index in w.hrefs.
+	var walk func(n *html.Node, inBody, hidden bool, link int32)
+	walk = func(n *html.Node, inBody, hidden bool, link int32) {
+		inLink := link != 0
 		switch n.Type {
 		case html.TextNode:
 			c := countNonSpace(n.Data)
@@ -408,7 +471,7 @@ func walkPage(doc *html.Node, token string) pageWalk {
 				}
 			}
 			if inBody {
-				w.words.add(n.Data, inLink)
+				w.words.add(n.Data, link)
 			}
 			return
 		case html.ElementNode:
@@ -446,7 +509,22 @@ func walkPage(doc *html.Node, token string) pageWalk {
 			case atom.Body:
 				inBody = true
 			case atom.A:
-				inLink = true
+				link = -1
+				if href := attr(n, "href"); href != "" {
+					w.hrefs = append(w.hrefs, href)
+					link = int32(len(w.hrefs))
+				}
+			case atom.Base:
+				if w.base == "" {
+					w.base = attr(n, "href")
+				}
+			case atom.Img:
+				// An image with alt text, where the Markdown may show it (markdown.go): it
+				// sits before page word len(ends), which is a block edge.
+				if alt := strings.Join(strings.Fields(attr(n, "alt")), " "); inBody && !hidden && alt != "" {
+					w.words.flush()
+					w.images = append(w.images, pageImage{at: int32(len(w.words.ends)), alt: alt, src: attr(n, "src")})
+				}
 			}
 		}
 		block := n.Type == html.ElementNode && !inline(n.DataAtom)
@@ -454,13 +532,13 @@ func walkPage(doc *html.Node, token string) pageWalk {
 			w.words.flush()
 		}
 		for c := n.FirstChild; c != nil; c = c.NextSibling {
-			walk(c, inBody, inLink, hidden)
+			walk(c, inBody, hidden, link)
 		}
 		if block {
 			w.words.flush()
 		}
 	}
-	walk(doc, false, false, false)
+	walk(doc, false, false, 0)
 	w.words.flush()
 	return w
 }

@@ -12,7 +12,8 @@ import (
 	"github.com/crawlnode/crawlnode/internal/keyspace"
 )
 
-// prefixPage: 'u' <sha256(url)[:16]> -> the page's latest Record without its text (JSON).
+// prefixPage: 'u' <sha256(url)[:16]> -> the page's latest Record without its text and
+// Markdown (JSON).
 // The text is not stored twice: it is derived again from the WARC record on request, so the
 // per-page cost in Badger stays a few hundred bytes.
 const prefixPage = keyspace.CorpusPage
@@ -32,7 +33,7 @@ var ErrNoPage = errors.New("corpus: no record for that page")
 // pageMeta returns the metadata line stored for a record: the record without its text.
 func pageMeta(rec *Record) ([]byte, error) {
 	m := *rec
-	m.Text = ""
+	m.Text, m.Markdown = "", ""
 	return json.Marshal(&m)
 }
 
@@ -70,7 +71,7 @@ func (s *Stage) Page(ctx context.Context, url string, withText bool) (Record, er
 	ex := *s.ex
 	ex.filters.IncludeOptOut = true // the caller asked for this page; opt-out is in rec.OptOut
 	a := ex.analyze(&j, body)
-	rec.Text = a.rec.Text
+	rec.Text, rec.Markdown = a.rec.Text, a.rec.Markdown
 	if rec.Title == "" {
 		rec.Title = a.rec.Title
 	}

@@ -183,35 +183,79 @@ func processCPU() time.Duration {
 // stage's extractor (one pass per iteration; run with -benchtime=1x) and reports the CPU per
 // page (process user+system time, so garbage collection counts), the share of pages left
 // without text, and the text's quality by the set's own snippets (precision, recall, F1 as
-// its comparison script computes them). "trafilatura" is go-trafilatura alone on the same
-// pages, options as the stage's, for reference.
+// its comparison script computes them), and the text and Markdown bytes a page.
+// "stage-no-markdown" is the same with Config.NoMarkdown, "markdown-cost" the two paired
+// page by page, and "trafilatura" go-trafilatura alone on the same pages, options as the
+// stage's, for reference.
 func BenchmarkRealWorld(b *testing.B) {
 	pages := loadRealPages(b)
-	b.Run("stage", func(b *testing.B) {
-		ex := testExtractor(Filters{})
-		var sc snippetScore
-		noText, passes := 0, 0
-		cpu0 := processCPU()
+	stage := func(noMarkdown bool) func(b *testing.B) {
+		return func(b *testing.B) {
+			cfg := Config{NoMarkdown: noMarkdown}
+			cfg.setDefaults()
+			ex := newExtractor(&cfg)
+			var sc snippetScore
+			noText, passes, textBytes, mdBytes := 0, 0, 0, 0
+			cpu0 := processCPU()
+			for b.Loop() {
+				sc, noText, textBytes, mdBytes = snippetScore{}, 0, 0, 0
+				for i := range pages {
+					j := realJob(&pages[i])
+					rec := ex.analyze(&j, pages[i].body).rec
+					if rec.Text == "" {
+						noText++
+					}
+					textBytes += len(rec.Text)
+					mdBytes += len(rec.Markdown)
+					sc.add(&pages[i], rec.Text)
+				}
+				passes++
+			}
+			n := float64(passes * len(pages))
+			b.ReportMetric(float64((processCPU()-cpu0).Nanoseconds())/n, "cpu-ns/page")
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/n, "ns/page")
+			b.ReportMetric(float64(len(pages)), "pages")
+			b.ReportMetric(float64(noText)/float64(len(pages)), "no-text-share")
+			b.ReportMetric(sc.precision(), "precision")
+			b.ReportMetric(sc.recall(), "recall")
+			b.ReportMetric(sc.f1(), "F1")
+			b.ReportMetric(float64(textBytes)/float64(len(pages)), "text-B/page")
+			b.ReportMetric(float64(mdBytes)/float64(len(pages)), "md-B/page")
+		}
+	}
+	// The stage as it runs (Markdown on), and without Markdown (Config.NoMarkdown): the
+	// difference is Markdown's cost.
+	b.Run("stage", stage(false))
+	b.Run("stage-no-markdown", stage(true))
+	// Markdown's cost paired page by page, so that the machine's load, which moves between
+	// runs on a shared machine, falls on both alike: each page goes through the stage without
+	// and with Markdown, in alternating order, each timed by the process's CPU.
+	b.Run("markdown-cost", func(b *testing.B) {
+		cfgOff := Config{NoMarkdown: true}
+		cfgOff.setDefaults()
+		on, off := testExtractor(Filters{}), newExtractor(&cfgOff)
+		var cpuOn, cpuOff time.Duration
+		passes := 0
 		for b.Loop() {
-			sc, noText = snippetScore{}, 0
 			for i := range pages {
 				j := realJob(&pages[i])
-				rec := ex.analyze(&j, pages[i].body).rec
-				if rec.Text == "" {
-					noText++
+				first, second, d1, d2 := off, on, &cpuOff, &cpuOn
+				if (i+passes)%2 == 1 {
+					first, second, d1, d2 = on, off, &cpuOn, &cpuOff
 				}
-				sc.add(&pages[i], rec.Text)
+				c0 := processCPU()
+				first.analyze(&j, pages[i].body)
+				c1 := processCPU()
+				second.analyze(&j, pages[i].body)
+				*d1 += c1 - c0
+				*d2 += processCPU() - c1
 			}
 			passes++
 		}
 		n := float64(passes * len(pages))
-		b.ReportMetric(float64((processCPU()-cpu0).Nanoseconds())/n, "cpu-ns/page")
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/n, "ns/page")
-		b.ReportMetric(float64(len(pages)), "pages")
-		b.ReportMetric(float64(noText)/float64(len(pages)), "no-text-share")
-		b.ReportMetric(sc.precision(), "precision")
-		b.ReportMetric(sc.recall(), "recall")
-		b.ReportMetric(sc.f1(), "F1")
+		b.ReportMetric(float64(cpuOff.Nanoseconds())/n, "off-cpu-ns/page")
+		b.ReportMetric(float64(cpuOn.Nanoseconds())/n, "on-cpu-ns/page")
+		b.ReportMetric(float64(cpuOn-cpuOff)/float64(cpuOff), "markdown-share")
 	})
 	b.Run("trafilatura", func(b *testing.B) {
 		var sc snippetScore

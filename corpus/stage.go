@@ -661,7 +661,7 @@ func markDup(rec *Record, ref, kind string, dist int, keepText bool) {
 	url, _, _ := strings.Cut(ref, "\t")
 	rec.DuplicateOf, rec.DuplicateKind, rec.DupDistance = url, kind, dist
 	if !keepText {
-		rec.Text = ""
+		rec.Text, rec.Markdown = "", ""
 	}
 }
 

@@ -6,6 +6,8 @@ package e2e
 //   - simweb's planted mirrors are found as exact duplicates and its planted near-duplicates as
 //     near-duplicates, scored so that crawl order does not matter (precision and recall >= 0.95);
 //   - extraction keeps the planted main text and drops the planted navigation and boilerplate;
+//   - the exported Markdown has the page's title as a heading and its planted text, and none
+//     of its boilerplate; export --format markdown writes one file a page (corpus_markdown_test.go);
 //   - the WARC files verify under an independent reader (warcread_test.go), and every
 //     response's bytes are what simweb serves for the request the WARC recorded;
 //   - damaged WARC files and a half-written corpus shard are repaired on restart without
@@ -43,7 +45,7 @@ func corpusWeb(c *simweb.Config) {
 }
 
 // TestCorpusOracle crawls a 60-host web to the end, then holds the corpus and the WARC files
-// to simweb's ground truth (subtests records, duplicates, extraction, warc).
+// to simweb's ground truth (subtests records, duplicates, extraction, markdown, warc).
 func TestCorpusOracle(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crawl")
@@ -90,6 +92,7 @@ func TestCorpusOracle(t *testing.T) {
 	t.Run("records", func(t *testing.T) { checkRecords(t, w, byURL, len(records)) })
 	t.Run("duplicates", func(t *testing.T) { checkDuplicates(t, w, byURL, exactGroups, nearGroups) })
 	t.Run("extraction", func(t *testing.T) { checkExtraction(t, w, byURL) })
+	t.Run("markdown", func(t *testing.T) { checkMarkdown(t, w, data) })
 	// Last: replaying requests resets simweb's log.
 	t.Run("warc", func(t *testing.T) { checkWARCAgainstSimweb(t, w, filepath.Join(data, "warc")) })
 }

@@ -109,6 +109,9 @@ type Config struct {
 	// (an archiving crawl, and the fetch-stage benchmark). A backlog left by an earlier
 	// run is still extracted. Default false.
 	NoExtract bool
+	// NoMarkdown leaves the corpus records without Markdown (corpus.Config.NoMarkdown), to
+	// save its share of the extract stage's CPU. Default false.
+	NoMarkdown bool
 	// BoundedMemory keeps the node's resident set bounded for very large frontiers: a
 	// soft Go memory limit (badgermem.GoMemoryLimit, unless GOMEMLIMIT is set; applied by
 	// the binary) and the trimmer that drops Badger's memory-mapped table pages from the
@@ -416,6 +419,7 @@ func New(cfg Config) (*Node, error) {
 		DeferBelowIdle: cfg.ExtractDeferIdle,
 		Load:           n.loadPage,
 		Filters:        cfg.Filters,
+		NoMarkdown:     cfg.NoMarkdown,
 		Now:            cfg.Now,
 		Logger:         cfg.Logger,
 	})

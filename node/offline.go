@@ -52,13 +52,16 @@ const (
 	ExportJSONL ExportFormat = "jsonl" // the text corpus, one JSON record a line (zstd when out ends in .zst)
 	ExportWARC  ExportFormat = "warc"  // every WARC file, concatenated (gzip members stay valid)
 	ExportURLs  ExportFormat = "urls"  // url, status, date, WARC file and offset, tab-separated
+	// ExportMarkdown writes one Markdown file a kept page under the directory Out:
+	// Out/<host>/<name>.md with front matter (corpus.MarkdownTree).
+	ExportMarkdown ExportFormat = "markdown"
 )
 
 // ExportOptions say what to export.
 type ExportOptions struct {
 	DataDir           string
 	Format            ExportFormat
-	Out               string // "-" for standard output
+	Out               string // "-" for standard output; a directory for markdown
 	IncludeDuplicates bool   // jsonl: keep records marked duplicate_of
 	IncludeRejected   bool   // jsonl: keep records a quality filter or opt-out rejected
 }
@@ -86,6 +89,9 @@ func Export(o ExportOptions) (ExportStats, error) {
 		return st, fmt.Errorf("%s: %w", o.DataDir, ErrDataDirNotFound)
 	}
 	dir := &DataDir{Path: o.DataDir}
+	if o.Format == ExportMarkdown {
+		return st, exportMarkdown(dir, o, &st)
+	}
 	var w io.Writer
 	var closeOut func() error
 	if o.Out == "-" {
@@ -106,7 +112,7 @@ func Export(o ExportOptions) (ExportStats, error) {
 	case ExportURLs:
 		err = exportURLs(dir, bw, &st)
 	default:
-		err = fmt.Errorf("%w: export format %q: want jsonl, warc or urls", ErrBadConfig, o.Format)
+		err = fmt.Errorf("%w: export format %q: want jsonl, markdown, warc or urls", ErrBadConfig, o.Format)
 	}
 	if ferr := bw.Flush(); err == nil {
 		err = ferr
@@ -149,6 +155,35 @@ func exportJSONL(dir *DataDir, o ExportOptions, w io.Writer, st *ExportStats) er
 		}
 	}
 	return err
+}
+
+// exportMarkdown writes the kept records (and duplicates or rejected ones when asked, where
+// they have text) as a Markdown tree under o.Out, which must be empty or absent.
+func exportMarkdown(dir *DataDir, o ExportOptions, st *ExportStats) error {
+	if o.Out == "-" {
+		return fmt.Errorf("%w: export markdown writes a directory: give --out DIR", ErrBadConfig)
+	}
+	tree, err := corpus.NewMarkdownTree(o.Out)
+	if err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	defer tree.Close()
+	return corpus.ReadShards(dir.CorpusDir(), func(r corpus.Record) error {
+		if (r.DuplicateOf != "" && !o.IncludeDuplicates) || (r.Rejected != "" && !o.IncludeRejected) {
+			st.Skipped++
+			return nil
+		}
+		rel, err := tree.Write(&r)
+		if err != nil {
+			return err
+		}
+		if rel == "" {
+			st.Skipped++ // no text to write
+			return nil
+		}
+		st.Records++
+		return nil
+	})
 }
 
 func warcFiles(dir *DataDir) ([]string, error) {

@@ -123,7 +123,7 @@ var flagGroups = []struct {
 	{"Limits", []string{"max-depth", "max-pages-per-host", "concurrency", "timeout", "max-body", "retry-base", "min-free-disk", "bounded-memory"}},
 	{"Network", []string{"resolve", "dns", "dns-cache-ttl"}},
 	{"Cluster", []string{"name", "bind", "advertise", "raft", "join", "bootstrap-expect", "grace", "replica-interval", "cluster-profile", "internal-http"}},
-	{"Corpus", []string{"no-extract", "extract-workers", "extract-nice", "extract-defer-idle", "min-text-length", "max-link-density", "languages", "include-opt-out"}},
+	{"Corpus", []string{"no-extract", "extract-workers", "extract-nice", "extract-defer-idle", "min-text-length", "max-link-density", "languages", "include-opt-out", "no-markdown"}},
 	{"API and output", []string{"warc-gzip-level", "http", "api-token", "log-level", "log-format", "quiet", "cpuprofile", "memprofile", "pprof", "goroutine-dump"}},
 }
 

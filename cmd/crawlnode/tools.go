@@ -35,21 +35,24 @@ func runExport(args []string) error {
 	var o node.ExportOptions
 	var format string
 	fs.StringVar(&o.DataDir, "data", "./crawl-data", "data directory of the node (running or stopped)")
-	fs.StringVar(&format, "format", "jsonl", "jsonl (text corpus), warc (raw pages) or urls (fetch list)")
-	fs.BoolVar(&o.IncludeDuplicates, "include-duplicates", false, "jsonl: include pages marked duplicate_of")
-	fs.BoolVar(&o.IncludeRejected, "include-rejected", false, "jsonl: include pages a quality filter or opt-out signal left out")
-	fs.StringVar(&o.Out, "out", "", "output file (- for standard output); jsonl is zstd-compressed when it ends in .zst")
+	fs.StringVar(&format, "format", "jsonl", "jsonl (text corpus: text and markdown of each page), markdown (one .md file a page under --out DIR/<host>/, with front matter; DIR must be empty or absent), warc (raw pages) or urls (fetch list)")
+	fs.BoolVar(&o.IncludeDuplicates, "include-duplicates", false, "jsonl, markdown: include pages marked duplicate_of")
+	fs.BoolVar(&o.IncludeRejected, "include-rejected", false, "jsonl, markdown: include pages a quality filter or opt-out signal left out")
+	fs.StringVar(&o.Out, "out", "", "output file (- for standard output), a directory for markdown; jsonl is zstd-compressed when it ends in .zst")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	o.Format = node.ExportFormat(format)
 	switch o.Format {
-	case node.ExportJSONL, node.ExportWARC, node.ExportURLs:
+	case node.ExportJSONL, node.ExportMarkdown, node.ExportWARC, node.ExportURLs:
 	default:
-		return usageError{fmt.Sprintf("export: --format %q: want jsonl, warc or urls", format)}
+		return usageError{fmt.Sprintf("export: --format %q: want jsonl, markdown, warc or urls", format)}
 	}
 	if o.Out == "" {
 		return usageError{"export: --out PATH is required (- for standard output)"}
+	}
+	if o.Format == node.ExportMarkdown && o.Out == "-" {
+		return usageError{"export: --format markdown writes a directory: --out DIR"}
 	}
 	st, err := node.Export(o)
 	for _, d := range st.Damaged {
