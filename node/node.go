@@ -361,70 +361,8 @@ func New(cfg Config) (*Node, error) {
 			n.log.Warn("badger table pages will not be trimmed", "err", err)
 		}
 	}
-	delay := cfg.Delay
-	n.front, err = frontier.Open(frontier.Config{
-		DB:              n.db,
-		SeenIndexDir:    dir.SeenIndexDir(),
-		Now:             cfg.Now,
-		PartitionOf:     ring.PartitionOf,
-		PerHost:         cfg.PerHost,
-		DefaultDelay:    delay,
-		DefaultDelaySet: true,
-		MaxDepth:        cfg.MaxDepth,
-		MaxDepthSet:     true,
-		MaxPagesPerHost: cfg.MaxPagesPerHost,
-		BackoffBase:     cfg.RetryBase,
-		Recrawl:         frontier.Recrawl{Enabled: cfg.Recrawl, Min: cfg.RecrawlMin, Max: cfg.RecrawlMax, Share: cfg.RevisitShare},
-		Importance:      true, // cash is zero in breadth-first mode, so nothing accumulates
-	})
-	if err != nil {
-		return nil, fmt.Errorf("open frontier: %w", err)
-	}
-	if n.trim != nil {
-		n.trim.Also(n.front.TrimSeenIndex) // the seen index's mapped pages, with the tables'
-	}
-	n.client, err = fetch.New(fetch.Config{
-		UserAgent:   cfg.UserAgent,
-		Timeout:     cfg.FetchTimeout,
-		MaxBodySize: cfg.MaxBodySize,
-		Resolve:     cfg.Resolve,
-		DNSServers:  cfg.DNSServers,
-		DNSCacheTTL: cfg.DNSCacheTTL,
-		// One connection per allowed request in flight: a host sees no more sockets
-		// than requests, and keep-alive reuses them.
-		MaxConnsPerHost: cfg.PerHost,
-		Now:             cfg.Now,
-		DialFault:       cfg.dialFault,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("fetch client: %w", err)
-	}
-	n.warc, err = archive.Open(archive.Config{
-		Dir:              dir.WARCDir(),
-		NodeName:         dir.Node,
-		MaxFileSize:      cfg.WARCMaxFileSize,
-		CompressionLevel: cfg.WARCGzipLevel,
-		Software:         "crawlnode/0.1",
-		Now:              cfg.Now,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("open WARC writer: %w", err)
-	}
-	n.stage, err = corpus.New(corpus.Config{
-		DB:             n.db,
-		OutDir:         dir.CorpusDir(),
-		NodeName:       dir.Node,
-		Workers:        cfg.ExtractWorkers,
-		Nice:           cfg.ExtractNice,
-		DeferBelowIdle: cfg.ExtractDeferIdle,
-		Load:           n.loadPage,
-		Filters:        cfg.Filters,
-		NoMarkdown:     cfg.NoMarkdown,
-		Now:            cfg.Now,
-		Logger:         cfg.Logger,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("open extract stage: %w", err)
+	if err := n.openStages(); err != nil {
+		return nil, err
 	}
 	if err := n.loadOps(); err != nil {
 		return nil, err
@@ -454,6 +392,77 @@ func New(cfg Config) (*Node, error) {
 	n.met = newMetrics(n)
 	ok = true
 	return n, nil
+}
+
+// openStages builds the stages over the open Badger DB: the frontier, the fetch client,
+// the WARC writer and the extract stage.
+func (n *Node) openStages() error {
+	var err error
+	n.front, err = frontier.Open(frontier.Config{
+		DB:              n.db,
+		SeenIndexDir:    n.dir.SeenIndexDir(),
+		Now:             n.cfg.Now,
+		PartitionOf:     ring.PartitionOf,
+		PerHost:         n.cfg.PerHost,
+		DefaultDelay:    n.cfg.Delay,
+		DefaultDelaySet: true,
+		MaxDepth:        n.cfg.MaxDepth,
+		MaxDepthSet:     true,
+		MaxPagesPerHost: n.cfg.MaxPagesPerHost,
+		BackoffBase:     n.cfg.RetryBase,
+		Recrawl:         frontier.Recrawl{Enabled: n.cfg.Recrawl, Min: n.cfg.RecrawlMin, Max: n.cfg.RecrawlMax, Share: n.cfg.RevisitShare},
+		Importance:      true, // cash is zero in breadth-first mode, so nothing accumulates
+	})
+	if err != nil {
+		return fmt.Errorf("open frontier: %w", err)
+	}
+	if n.trim != nil {
+		n.trim.Also(n.front.TrimSeenIndex) // the seen index's mapped pages, with the tables'
+	}
+	n.client, err = fetch.New(fetch.Config{
+		UserAgent:   n.cfg.UserAgent,
+		Timeout:     n.cfg.FetchTimeout,
+		MaxBodySize: n.cfg.MaxBodySize,
+		Resolve:     n.cfg.Resolve,
+		DNSServers:  n.cfg.DNSServers,
+		DNSCacheTTL: n.cfg.DNSCacheTTL,
+		// One connection per allowed request in flight: a host sees no more sockets
+		// than requests, and keep-alive reuses them.
+		MaxConnsPerHost: n.cfg.PerHost,
+		Now:             n.cfg.Now,
+		DialFault:       n.cfg.dialFault,
+	})
+	if err != nil {
+		return fmt.Errorf("fetch client: %w", err)
+	}
+	n.warc, err = archive.Open(archive.Config{
+		Dir:              n.dir.WARCDir(),
+		NodeName:         n.dir.Node,
+		MaxFileSize:      n.cfg.WARCMaxFileSize,
+		CompressionLevel: n.cfg.WARCGzipLevel,
+		Software:         "crawlnode/0.1",
+		Now:              n.cfg.Now,
+	})
+	if err != nil {
+		return fmt.Errorf("open WARC writer: %w", err)
+	}
+	n.stage, err = corpus.New(corpus.Config{
+		DB:             n.db,
+		OutDir:         n.dir.CorpusDir(),
+		NodeName:       n.dir.Node,
+		Workers:        n.cfg.ExtractWorkers,
+		Nice:           n.cfg.ExtractNice,
+		DeferBelowIdle: n.cfg.ExtractDeferIdle,
+		Load:           n.loadPage,
+		Filters:        n.cfg.Filters,
+		NoMarkdown:     n.cfg.NoMarkdown,
+		Now:            n.cfg.Now,
+		Logger:         n.cfg.Logger,
+	})
+	if err != nil {
+		return fmt.Errorf("open extract stage: %w", err)
+	}
+	return nil
 }
 
 // Name is the node's stable name.
