@@ -785,6 +785,7 @@ func (c *cluster) lead() {
 	}
 	c.refresh()
 	in := c.planInput()
+	in.DeadSince = c.deadSince
 	removals, deadSince := planRemovals(in)
 	c.deadSince = deadSince
 	removed := false
@@ -834,7 +835,8 @@ func (c *cluster) applyLeases(assign []control.LeaseMove, force []control.Forced
 }
 
 // planInput gathers the cluster's decisions' input from gossip, the lease table and the
-// clock. The maps are the cluster's own: the plan functions only read them.
+// clock; the leader's times of death are lead's to add (under leadMu). The registry is
+// the table's own: the plan functions only read it.
 func (c *cluster) planInput() planInput {
 	t := c.tab.Load()
 	c.mu.Lock()
@@ -847,7 +849,7 @@ func (c *cluster) planInput() planInput {
 		Self: c.self, Leaving: c.leaving.Load(),
 		Members:  c.g.Members(),
 		Registry: t.members, Leases: t.leases[:],
-		DeadSince: c.deadSince, Now: c.now(), Grace: c.cfg.Grace,
+		Now: c.now(), Grace: c.cfg.Grace,
 		Ring: func(names []string) func(uint16) string {
 			return c.cachedRing(&c.ring, names).Owner
 		},

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/raft"
+
 	"github.com/crawlnode/crawlnode/control"
 	"github.com/crawlnode/crawlnode/gossip"
 )
@@ -316,6 +318,56 @@ func TestPlanFence(t *testing.T) {
 		resume, pause := fenceDecision(tc.owns, tc.hold, tc.blocked, tc.fenced)
 		if resume != tc.resume || pause != tc.pause {
 			t.Errorf("%+v: resume %v pause %v", tc, resume, pause)
+		}
+	}
+}
+
+// TestPlanVoters follows the leader's peers into the voter plan Control.Reconcile makes
+// of them (control.PlanReconcile, with the voter target of the alive count): the voters
+// a round adds, promotes and demotes.
+func TestPlanVoters(t *testing.T) {
+	voter := func(name string) raft.Server {
+		return raft.Server{ID: raft.ServerID(name), Address: raft.ServerAddress(name + ":2"), Suffrage: raft.Voter}
+	}
+	nonvoter := func(name string) raft.Server {
+		s := voter(name)
+		s.Suffrage = raft.Nonvoter
+		return s
+	}
+	target := func(n int) int { return control.Config{}.VoterTarget(n) }
+	cases := []struct {
+		name    string
+		conf    []raft.Server
+		members []gossip.Member
+		want    []control.Action
+	}{{
+		name:    "a join below the target: the newcomer votes",
+		conf:    []raft.Server{voter("a")},
+		members: []gossip.Member{memberAlive("a"), memberAlive("b"), memberAlive("c")},
+		want:    []control.Action{{Kind: control.AddVoter, Peer: peerOf("b")}, {Kind: control.AddVoter, Peer: peerOf("c")}},
+	}, {
+		name:    "voter target reached: a newcomer joins without a vote",
+		conf:    []raft.Server{voter("a"), voter("b"), voter("c")},
+		members: []gossip.Member{memberAlive("a"), memberAlive("b"), memberAlive("c"), memberAlive("d")},
+		want:    []control.Action{{Kind: control.AddNonvoter, Peer: peerOf("d")}},
+	}, {
+		name: "a voter dies: a non-voter is promoted before the dead is demoted",
+		conf: []raft.Server{voter("a"), voter("b"), voter("c"), nonvoter("d")},
+		members: []gossip.Member{memberAlive("a"), withStatus(memberAlive("b"), gossip.StatusDead),
+			memberAlive("c"), memberAlive("d")},
+		want: []control.Action{{Kind: control.AddVoter, Peer: peerOf("d")},
+			{Kind: control.Demote, Peer: control.Peer{Name: "b", RaftAddr: "b:2"}}},
+	}, {
+		name:    "a member that announced left is not added",
+		conf:    []raft.Server{voter("a")},
+		members: []gossip.Member{memberAlive("a"), withState(memberAlive("b"), gossip.StateLeft)},
+		want:    nil,
+	}}
+	for _, tc := range cases {
+		peers := registerPeers(tc.members)
+		got := control.PlanReconcile(raft.Configuration{Servers: tc.conf}, peers, "a", target(len(peers)))
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s:\n got %+v\nwant %+v", tc.name, got, tc.want)
 		}
 	}
 }
