@@ -3,14 +3,18 @@ package node
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/crawlnode/crawlnode/fetch"
+	"github.com/crawlnode/crawlnode/forward"
+	"github.com/crawlnode/crawlnode/frontier"
 	"github.com/crawlnode/crawlnode/internal/clustertest"
 	"github.com/crawlnode/crawlnode/ring"
 	"github.com/crawlnode/crawlnode/simweb"
@@ -240,4 +244,48 @@ func TestClusterDeathPastGrace(t *testing.T) {
 		tc.round()
 		return tc.settled()
 	})
+}
+
+// TestClusterSweepSendsLeftovers: a URL queued on a node that does not hold its
+// partition's lease (an interrupted handoff, a node back after its leases moved) is sent
+// to the lease holder by the sweep, and dropped here.
+func TestClusterSweepSendsLeftovers(t *testing.T) {
+	tc := newTestCluster(t, 2, noWeb(t), 5*time.Second, nil)
+	clustertest.Eventually(t, 20*time.Second, "a settled two-node cluster", func() bool {
+		tc.round()
+		return tc.settled()
+	})
+	n1, n2 := tc.nodes[0], tc.nodes[1]
+	var url string
+	var p uint16
+	for i := 0; url == ""; i++ {
+		u := fmt.Sprintf("http://h%d.sim.test/", i)
+		if q, _ := forward.PartitionOfURL(u); n1.cl.tab.Load().leases[q].Owner == "n2" {
+			url, p = u, q
+		}
+	}
+	if _, err := n1.front.Add([]frontier.Candidate{{URL: url}}); err != nil {
+		t.Fatal(err)
+	}
+	has := func(n *testNode) bool {
+		parts, err := n.front.Partitions()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return slices.Contains(parts, p)
+	}
+	if !has(n1) {
+		t.Fatalf("partition %d not present on n1 after the add", p)
+	}
+	swept, imports := n1.cl.stats.swept.Load(), n2.cl.stats.imports.Load()
+	clustertest.Eventually(t, 20*time.Second, fmt.Sprintf("partition %d swept from n1 to n2", p), func() bool {
+		tc.sweep()
+		return !has(n1) && has(n2)
+	})
+	if s := n1.cl.stats.swept.Load() - swept; s != 1 {
+		t.Errorf("n1 swept %d partitions, want 1", s)
+	}
+	if s := n2.cl.stats.imports.Load() - imports; s != 1 {
+		t.Errorf("n2 imported %d partitions, want 1", s)
+	}
 }
