@@ -129,6 +129,7 @@ type Cluster struct {
 	out    *forward.Outbox
 	client *http.Client
 	self   string
+	now    func() time.Time // the node's clock (Config.Now)
 
 	tab atomic.Pointer[table]
 
@@ -148,8 +149,13 @@ type Cluster struct {
 	received  map[uint16]time.Time      // partitions streamed in before their lease moved here
 	fenced    [ring.PartitionCount]bool // we paused the partition in the frontier
 	handing   map[uint16]bool           // handoffs running from here
-	deadSince map[string]time.Time      // leader: first time a registered member was seen not alive
 	lastSweep time.Time
+
+	// leadMu serialises the leader's rounds (deadSince is theirs); handoffMu the starts
+	// of handoffs.
+	leadMu    sync.Mutex
+	handoffMu sync.Mutex
+	deadSince map[string]time.Time // leader: first time a registered member was seen not alive
 
 	// synced: this node's lease table is known to hold every lease move committed before
 	// its contact with the leader last (re)started. It goes false whenever contact is
@@ -195,8 +201,11 @@ func New(cfg Config, d Deps) (*Cluster, error) {
 	if d.Logger == nil {
 		d.Logger = slog.Default()
 	}
+	if d.Now == nil {
+		d.Now = time.Now
+	}
 	c := &Cluster{
-		cfg: cfg, deps: d, front: d.Frontier, host: d.Host, token: d.APIToken, self: d.Self,
+		cfg: cfg, deps: d, front: d.Frontier, host: d.Host, token: d.APIToken, self: d.Self, now: d.Now,
 		log:       d.Logger.With("component", "cluster", "node", d.Self),
 		client:    &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 8, IdleConnTimeout: 30 * time.Second}},
 		handing:   map[uint16]bool{},
@@ -454,8 +463,8 @@ func (c *Cluster) checkSync(ctx context.Context) {
 			c.log.Debug("catch-up: no index from the leader yet", "err", err)
 			return
 		}
-		for deadline := time.Now().Add(10 * time.Second); c.ctl.AppliedIndex() < idx; time.Sleep(20 * time.Millisecond) {
-			if time.Now().After(deadline) || ctx.Err() != nil {
+		for deadline := c.now().Add(10 * time.Second); c.ctl.AppliedIndex() < idx; time.Sleep(20 * time.Millisecond) {
+			if c.now().After(deadline) || ctx.Err() != nil {
 				return
 			}
 		}
@@ -512,11 +521,11 @@ func (c *Cluster) fence() {
 	for p := range ring.PartitionCount {
 		owns := c.owns(uint16(p))
 		c.mu.Lock()
-		want := owns && c.hold[p] == 0 && !blocked[uint16(p)]
-		if want && c.fenced[p] {
+		resume, pause := fenceDecision(owns, c.hold[p], blocked[uint16(p)], c.fenced[p])
+		if resume {
 			c.front.ResumePartition(uint16(p))
 			c.fenced[p] = false
-		} else if !want && !c.fenced[p] {
+		} else if pause {
 			c.front.PausePartition(uint16(p))
 			c.fenced[p] = true
 		}
@@ -550,9 +559,9 @@ func (c *Cluster) Acquire(ctx context.Context, p uint16, exclusive bool, wait ti
 	}
 	c.mu.Unlock()
 	c.routeMu.Unlock()
-	deadline := time.Now().Add(wait)
+	deadline := c.now().Add(wait)
 	for c.front.InFlight(p) > 0 {
-		if time.Now().After(deadline) || ctx.Err() != nil {
+		if c.now().After(deadline) || ctx.Err() != nil {
 			c.Release(p, exclusive)
 			return fmt.Errorf("partition %d still has %d fetches in flight", p, c.front.InFlight(p))
 		}
@@ -650,25 +659,11 @@ func (c *Cluster) Alive() map[string]gossip.Member {
 	return out
 }
 
-// Ring builds the ring over the registered members that are not draining or gone.
+// Ring builds the ring over the registered members that are not draining or gone
+// (ringMembers).
 func (c *Cluster) Ring() *ring.Ring {
-	t := c.tab.Load()
-	states := map[string]gossip.Member{}
-	for _, m := range c.g.Members() {
-		states[m.Name] = m
-	}
-	var names []string
-	for name := range t.members {
-		m, known := states[name]
-		if known && (m.Status == gossip.StatusLeft || m.Meta.State == gossip.StateDraining || m.Meta.State == gossip.StateLeft) {
-			continue
-		}
-		if name == c.self && c.leaving.Load() {
-			continue
-		}
-		names = append(names, name)
-	}
-	return c.cachedRing(&c.ring, names)
+	in := planInput{Self: c.self, Leaving: c.leaving.Load(), Members: c.g.Members(), Registry: c.tab.Load().members}
+	return c.cachedRing(&c.ring, ringMembers(in))
 }
 
 // RingOf builds the ring over names, with every node's ring shape (cached apart from
@@ -701,81 +696,44 @@ func (c *Cluster) cachedRing(rc *ringCache, names []string) *ring.Ring {
 // of the partitions), at the cost of a few more partitions moving on a change.
 var ringConfig = ring.Config{ReplicationFactor: 200, Load: 1.1}
 
-// lead is the leader's upkeep: members, unowned partitions, the dead.
+// lead is the leader's upkeep: members, the dead, unowned partitions. The decisions are
+// plan.go's; lead gathers their input and applies them, phase by phase.
 func (c *Cluster) lead() {
-	alive := c.Alive()
-	peers := make([]control.Peer, 0, len(alive))
-	for _, m := range alive {
-		if m.Meta.RaftAddr == "" || m.Meta.State == gossip.StateLeft {
-			continue
-		}
-		peers = append(peers, control.Peer{Name: m.Name, RaftAddr: m.Meta.RaftAddr, HTTPAddr: m.Meta.HTTPAddr})
-	}
-	if err := c.ctl.Reconcile(peers); err != nil {
+	c.leadMu.Lock() // a test may run a round while the loop does
+	defer c.leadMu.Unlock()
+	if err := c.ctl.Reconcile(registerPeers(c.g.Members())); err != nil {
 		c.log.Warn("reconcile", "err", err)
 		return
 	}
 	c.Refresh()
-	t := c.tab.Load()
-	now := time.Now()
-	// Members gone past the grace period (or gone after a decommission) leave the registry.
-	states := map[string]gossip.Member{}
-	for _, m := range c.g.Members() {
-		states[m.Name] = m
-	}
-	owned := map[string]int{}
-	for _, l := range t.leases {
-		owned[l.Owner]++
-	}
+	in := c.planInput()
+	in.DeadSince = c.deadSince
+	removals, deadSince := planRemovals(in)
+	c.deadSince = deadSince
 	removed := false
-	for name := range t.members {
-		if _, ok := alive[name]; ok {
-			delete(c.deadSince, name)
-			continue
-		}
-		since, ok := c.deadSince[name]
-		if !ok {
-			c.deadSince[name] = now
-			continue
-		}
-		m := states[name]
-		decommissioned := m.Status == gossip.StatusLeft && owned[name] == 0
-		if decommissioned || now.Sub(since) >= c.cfg.Grace {
-			c.log.Warn("removing member", "peer", name, "gone_for", now.Sub(since).Round(time.Millisecond), "partitions", owned[name], "decommissioned", decommissioned)
-			if err := c.ctl.RemoveMember(name); err != nil {
-				// Not in the Raft configuration any more (it removed itself): the registry
-				// entry still goes.
-				if _, err2 := c.ctl.Apply(control.RemoveMember{Name: name}); err2 != nil {
-					c.log.Warn("remove member", "peer", name, "err", err, "err2", err2)
-					continue
-				}
+	for _, r := range removals {
+		c.log.Warn("removing member", "peer", r.Name, "gone_for", r.GoneFor.Round(time.Millisecond), "partitions", r.Partitions, "decommissioned", r.Decommissioned)
+		if err := c.ctl.RemoveMember(r.Name); err != nil {
+			// Not in the Raft configuration any more (it removed itself): the registry
+			// entry still goes.
+			if _, err2 := c.ctl.Apply(control.RemoveMember{Name: r.Name}); err2 != nil {
+				c.log.Warn("remove member", "peer", r.Name, "err", err, "err2", err2)
+				continue
 			}
-			delete(c.deadSince, name)
-			removed = true
 		}
+		delete(c.deadSince, r.Name)
+		removed = true
 	}
 	if removed {
 		c.Refresh()
-		t = c.tab.Load()
+		in = c.planInput()
 	}
-	r := c.Ring()
-	var assign []control.LeaseMove
-	var force []control.ForcedMove
-	for p, l := range t.leases {
-		target := r.Owner(uint16(p))
-		if target == "" {
-			continue
-		}
-		if _, ok := alive[target]; !ok {
-			continue
-		}
-		switch {
-		case l.Owner == "":
-			assign = append(assign, control.LeaseMove{Partition: uint16(p), From: "", To: target, Epoch: l.Epoch})
-		case !registered(t, l.Owner):
-			force = append(force, control.ForcedMove{Partition: uint16(p), From: l.Owner, To: target})
-		}
-	}
+	assign, force := planLeases(in)
+	c.applyLeases(assign, force, in.Now)
+}
+
+// applyLeases commits the leader's lease assignments and forced moves.
+func (c *Cluster) applyLeases(assign []control.LeaseMove, force []control.ForcedMove, now time.Time) {
 	if len(assign) > 0 {
 		res, err := c.ctl.Apply(control.AssignLeases{Moves: assign, At: now})
 		if err == nil && res.Err == nil {
@@ -795,6 +753,29 @@ func (c *Cluster) lead() {
 	}
 	if len(assign)+len(force) > 0 {
 		c.Refresh()
+	}
+}
+
+// planInput gathers the cluster's decisions' input from gossip, the lease table and the
+// clock; the leader's times of death are lead's to add (under leadMu). The registry is
+// the table's own: the plan functions only read it.
+func (c *Cluster) planInput() planInput {
+	t := c.tab.Load()
+	c.mu.Lock()
+	handing := make(map[uint16]bool, len(c.handing))
+	for p := range c.handing {
+		handing[p] = true
+	}
+	c.mu.Unlock()
+	return planInput{
+		Self: c.self, Leaving: c.leaving.Load(),
+		Members:  c.g.Members(),
+		Registry: t.members, Leases: t.leases[:],
+		Now: c.now(), Grace: c.cfg.Grace,
+		Ring: func(names []string) func(uint16) string {
+			return c.cachedRing(&c.ring, names).Owner
+		},
+		Handing: handing,
 	}
 }
 

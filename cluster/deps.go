@@ -71,6 +71,8 @@ type Deps struct {
 	// interval (Config.ReplicaInterval after defaults); nil, or a negative interval: none.
 	NewReplication func(c *Cluster, interval time.Duration) Replication
 	Logger         *slog.Logger
+	// Now is the node's clock (default time.Now).
+	Now func() time.Time
 	// APIToken is sent on node-to-node calls when set.
 	APIToken string
 	// Version and DataFormat are gossiped to peers.

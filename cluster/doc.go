@@ -16,6 +16,10 @@
 //	     └─ leader: registers members (Reconcile), assigns unowned partitions, forces the
 //	        leases of a member dead longer than the grace period onto the ring's owners
 //
+// What to remove, assign, force and hand off is decided by the pure functions of plan.go,
+// tested from tables without a network or a clock; the methods of Cluster gather their
+// input and apply their answers.
+//
 // Handoff of partition p from A (lease holder at epoch e) to B (its ring owner):
 //
 //	A: hold p (no fetching, p's links to the outbox), wait for p's fetches in flight

@@ -13,7 +13,6 @@ import (
 
 	"github.com/crawlnode/crawlnode/control"
 	"github.com/crawlnode/crawlnode/forward"
-	"github.com/crawlnode/crawlnode/gossip"
 	"github.com/crawlnode/crawlnode/internal/httpjson"
 	"github.com/crawlnode/crawlnode/ring"
 	"github.com/crawlnode/crawlnode/snapshot"
@@ -34,48 +33,22 @@ const maxHandoffs = 4
 const handoffRest = time.Second
 
 // startHandoffs starts handoffs of partitions this node holds whose ring owner is another
-// live, registered node.
+// live, registered node (planHandoffs).
 func (c *Cluster) startHandoffs(ctx context.Context) {
 	if !c.ctl.InContact() {
 		return
 	}
-	t := c.tab.Load()
-	r := c.Ring()
-	alive := c.Alive()
-	c.mu.Lock()
-	running := len(c.handing)
-	c.mu.Unlock()
-	for p := range ring.PartitionCount {
-		if running >= maxHandoffs {
-			return
-		}
-		l := t.leases[p]
-		if l.Owner != c.self {
-			continue
-		}
-		target := r.Owner(uint16(p))
-		if target == "" || target == c.self {
-			continue
-		}
-		m, ok := alive[target]
-		if !ok || m.Meta.State == gossip.StateDraining || m.Meta.State == gossip.StateLeft || m.Meta.HTTPAddr == "" {
-			continue
-		}
-		c.mu.Lock()
-		busy := c.handing[uint16(p)]
-		c.mu.Unlock()
-		if busy {
-			continue
-		}
-		running++
+	c.handoffMu.Lock() // a test may start a round while the loop does
+	defer c.handoffMu.Unlock()
+	for _, h := range planHandoffs(c.planInput(), maxHandoffs) {
 		c.wg.Add(1)
-		go func(p uint16, target string, epoch uint64) {
+		go func() {
 			defer c.wg.Done()
-			if err := c.handoff(ctx, p, target, epoch); err != nil && ctx.Err() == nil {
+			if err := c.handoff(ctx, h.Partition, h.To, h.Epoch); err != nil && ctx.Err() == nil {
 				c.stats.handoffFails.Add(1)
-				c.log.Warn("handoff failed; will retry", "partition", p, "epoch", epoch, "peer", target, "err", err)
+				c.log.Warn("handoff failed; will retry", "partition", h.Partition, "epoch", h.Epoch, "peer", h.To, "err", err)
 			}
-		}(uint16(p), target, l.Epoch)
+		}()
 	}
 }
 
@@ -88,12 +61,12 @@ func (c *Cluster) handoff(ctx context.Context, p uint16, target string, epoch ui
 	if owner, e := c.OwnerOf(p); owner != c.self || e != epoch {
 		return nil // the table moved on meanwhile
 	}
-	start := time.Now()
+	start := c.now()
 	st, err := c.sendPartition(ctx, p, target, epoch)
 	if err != nil {
 		return fmt.Errorf("stream: %w", err)
 	}
-	move := control.AssignLeases{Moves: []control.LeaseMove{{Partition: p, From: c.self, To: target, Epoch: epoch}}, At: time.Now()}
+	move := control.AssignLeases{Moves: []control.LeaseMove{{Partition: p, From: c.self, To: target, Epoch: epoch}}, At: c.now()}
 	res, err := c.Apply(ctx, move)
 	// The partition stays held until this node's own copy of the lease table shows where
 	// the lease went. Releasing it on a lost reply, or while this node's Raft log lags
@@ -138,7 +111,7 @@ func (c *Cluster) handoff(ctx context.Context, p uint16, target string, epoch ui
 	} else {
 		c.log.Warn("final stream of a handed-off partition failed; the sweep retries", "partition", p, "peer", target, "err", derr)
 	}
-	took := time.Since(start)
+	took := c.now().Sub(start)
 	c.stats.handoffs.Add(1)
 	c.stats.handoffBytes.Add(st.Bytes)
 	c.stats.handoffRecords.Add(st.Records)
@@ -150,13 +123,13 @@ func (c *Cluster) handoff(ctx context.Context, p uint16, target string, epoch ui
 // waitLeaseChange waits up to d for this node's lease table to show p no longer held
 // here at epoch.
 func (c *Cluster) waitLeaseChange(ctx context.Context, p uint16, epoch uint64, d time.Duration) bool {
-	deadline := time.Now().Add(d)
+	deadline := c.now().Add(d)
 	for {
 		c.Refresh()
 		if owner, e := c.OwnerOf(p); owner != c.self || e != epoch {
 			return true
 		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
+		if c.now().After(deadline) || ctx.Err() != nil {
 			return false
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -175,7 +148,7 @@ func (c *Cluster) sendPartition(ctx context.Context, p uint16, peer string, epoc
 	werr := make(chan error, 1)
 	go func() {
 		var err error
-		st, err = snapshot.Write(pw, snapshot.Header{Partition: p, Epoch: epoch, From: c.self, To: peer, Created: time.Now()},
+		st, err = snapshot.Write(pw, snapshot.Header{Partition: p, Epoch: epoch, From: c.self, To: peer, Created: c.now()},
 			func(fn func(family byte, key, value []byte) error) error { return c.front.ExportPartition(p, fn) })
 		pw.CloseWithError(err)
 		werr <- err
@@ -250,12 +223,12 @@ func (c *Cluster) importHandler(w http.ResponseWriter, r *http.Request) {
 		// The sender held the lease when it sent this: it stopped fetching p only just now.
 		// Its hosts rest a moment more before the lease lets this node fetch them, while p
 		// is still held here (so no lease slips in between).
-		c.front.RestPartition(p, time.Now().Add(handoffRest))
+		c.front.RestPartition(p, c.now().Add(handoffRest))
 	}
 	c.stats.imports.Add(1)
 	if owner, _ := c.OwnerOf(p); owner != c.self {
 		c.mu.Lock()
-		c.received[p] = time.Now()
+		c.received[p] = c.now()
 		c.mu.Unlock()
 	}
 	c.log.Info("partition imported", "partition", p, "epoch", rd.Header().Epoch, "peer", rd.Header().From, "records", st.Records, "queued", st.Queued)
@@ -267,11 +240,12 @@ func (c *Cluster) importHandler(w http.ResponseWriter, r *http.Request) {
 // taken over, links that raced a handoff.
 func (c *Cluster) sweep(ctx context.Context) {
 	c.mu.Lock()
-	if time.Since(c.lastSweep) < 3*time.Second || len(c.handing) > 0 {
+	now := c.now()
+	if now.Sub(c.lastSweep) < 3*time.Second || len(c.handing) > 0 {
 		c.mu.Unlock()
 		return
 	}
-	c.lastSweep = time.Now()
+	c.lastSweep = now
 	c.mu.Unlock()
 	if !c.ctl.InContact() {
 		return
@@ -299,25 +273,18 @@ func (c *Cluster) sweep(ctx context.Context) {
 }
 
 // foreign lists partitions present in the local frontier whose lease another node holds
-// (not those streamed in lately for a handoff still under way).
+// (not those streamed in lately for a handoff still under way): foreignPartitions.
 func (c *Cluster) foreign() []uint16 {
 	parts, err := c.front.Partitions()
 	if err != nil {
 		return nil
 	}
-	var out []uint16
+	now := c.now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, p := range parts {
-		owner, _ := c.OwnerOf(p)
-		if owner == c.self || owner == "" {
-			delete(c.received, p)
-			continue
-		}
-		if at, ok := c.received[p]; ok && time.Since(at) < time.Minute {
-			continue
-		}
-		out = append(out, p)
+	out, forget := foreignPartitions(c.self, parts, c.tab.Load().leases[:], c.received, now)
+	for _, p := range forget {
+		delete(c.received, p)
 	}
 	return out
 }
@@ -343,7 +310,8 @@ func (c *Cluster) receiveLinks(_ context.Context, _ string, pl forward.Partition
 // A backup that does not answer in time does not stop the links: they are acknowledged
 // anyway (counted in replica_ack_unreplicated_total).
 func (c *Cluster) linksCopied(ctx context.Context, committed []uint16) error {
-	at := time.Now()
+	// The replicator stamps its rounds with the node's clock too (replica.Config.Now).
+	at := c.now()
 	if !c.repl.WaitCopied(ctx, committed, at) && ctx.Err() == nil {
 		c.log.Debug("forwarded links acknowledged before their replica round", "partitions", len(committed))
 	}

@@ -70,10 +70,11 @@ func (c *Cluster) announce() {
 // members it declared dead, so without this the halves would stay apart (the majority
 // removes the others from the registry after the grace period, but they still list it).
 func (c *Cluster) rejoin(ctx context.Context) {
-	if time.Since(c.lastRejoin) < 5*time.Second || c.rejoining.Load() {
+	now := c.now()
+	if now.Sub(c.lastRejoin) < 5*time.Second || c.rejoining.Load() {
 		return
 	}
-	c.lastRejoin = time.Now()
+	c.lastRejoin = now
 	t := c.tab.Load()
 	var addrs []string
 	for _, m := range c.g.Members() {

@@ -231,3 +231,36 @@ func (c *Cluster) Do(req *http.Request) (*http.Response, error) {
 	c.authorize(req)
 	return c.client.Do(req)
 }
+
+// The rounds of the cluster's upkeep, run now rather than at the loop's next tick: a
+// test cluster in one process drives them (STYLE: a synchronous test cluster), and they
+// are safe beside the loop's own rounds.
+
+// Lead runs the leader's round (it does nothing useful on a node that is not the leader).
+func (c *Cluster) Lead() { c.lead() }
+
+// StartHandoffs starts the handoffs this node owes now; Handoffs counts those running.
+func (c *Cluster) StartHandoffs(ctx context.Context) { c.startHandoffs(ctx) }
+
+// Handoffs is how many handoffs run from this node now.
+func (c *Cluster) Handoffs() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.handing)
+}
+
+// SweepNow runs the sweep now, however recently it last ran.
+func (c *Cluster) SweepNow(ctx context.Context) {
+	c.mu.Lock()
+	c.lastSweep = time.Time{}
+	c.mu.Unlock()
+	c.sweep(ctx)
+}
+
+// DeadSince is when the leader first saw name gone (false: it does not count it dead).
+func (c *Cluster) DeadSince(name string) (time.Time, bool) {
+	c.leadMu.Lock()
+	defer c.leadMu.Unlock()
+	t, ok := c.deadSince[name]
+	return t, ok
+}

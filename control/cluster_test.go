@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/crawlnode/crawlnode/internal/clustertest"
 	"github.com/crawlnode/crawlnode/ring"
 )
 
@@ -20,19 +21,6 @@ func testLogger() *slog.Logger {
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
-}
-
-// waitFor polls cond every 10 ms until it holds or d passes.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) time.Duration {
-	t.Helper()
-	start := time.Now()
-	for !cond() {
-		if time.Since(start) > d {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return time.Since(start)
 }
 
 type testNode struct {
@@ -154,7 +142,7 @@ func (tc *testCluster) bootstrap() {
 func (tc *testCluster) leader() *testNode {
 	tc.t.Helper()
 	var ld *testNode
-	waitFor(tc.t, 10*time.Second, "a leader all nodes agree on", func() bool {
+	clustertest.Eventually(tc.t, 10*time.Second, "a leader all nodes agree on", func() bool {
 		ld = nil
 		for _, nd := range tc.up() {
 			if nd.c.IsLeader() {
@@ -212,7 +200,7 @@ func (tc *testCluster) assignRing(ld *testNode) []string {
 func (tc *testCluster) converged(ld *testNode) State {
 	tc.t.Helper()
 	want := ld.c.State()
-	waitFor(tc.t, 10*time.Second, "followers to catch up", func() bool {
+	clustertest.Eventually(tc.t, 10*time.Second, "followers to catch up", func() bool {
 		for _, nd := range tc.up() {
 			if nd.c.State().Index < want.Index {
 				return false
@@ -265,7 +253,7 @@ func TestClusterTCP(t *testing.T) {
 	if _, err := ld.c.Apply(SetConfig{Config: cfg, ExpectVersion: st.Config.Version}); !errors.Is(err, ErrVersionConflict) {
 		t.Fatalf("stale set config: %v", err)
 	}
-	waitFor(t, 5*time.Second, "config on all nodes", func() bool {
+	clustertest.Eventually(t, 5*time.Second, "config on all nodes", func() bool {
 		for _, nd := range tc.nodes {
 			if nd.c.State().Config.UserAgent != "crawlnode-test/1" {
 				return false
@@ -292,7 +280,7 @@ func TestClusterTCP(t *testing.T) {
 	owners[p] = to
 	checkOwns := func(wantEpoch func(p int) uint64) {
 		t.Helper()
-		waitFor(t, 5*time.Second, "Owns to match the ring on every node", func() bool {
+		clustertest.Eventually(t, 5*time.Second, "Owns to match the ring on every node", func() bool {
 			for _, nd := range tc.up() {
 				for q := range owners {
 					e, ok := nd.c.Owns(uint16(q))
@@ -390,12 +378,12 @@ func TestSelfFencing(t *testing.T) {
 		}
 	}
 	p := partOf(fol.cfg.NodeName)
-	waitFor(t, 5*time.Second, "follower owns its partition", func() bool { _, ok := fol.c.Owns(p); return ok })
+	clustertest.Eventually(t, 5*time.Second, "follower owns its partition", func() bool { _, ok := fol.c.Owns(p); return ok })
 
 	// Partition the follower away: it stops owning within LeaseTimeout.
 	cut := time.Now()
 	tc.isolate(fol)
-	took := waitFor(t, lease+slack, "isolated follower to fence itself", func() bool { _, ok := fol.c.Owns(p); return !ok })
+	took := clustertest.Eventually(t, lease+slack, "isolated follower to fence itself", func() bool { _, ok := fol.c.Owns(p); return !ok })
 	t.Logf("follower fenced %v after the cut (lease timeout %v)", took, lease)
 	if _, ok := ld.c.Owns(partOf(ld.cfg.NodeName)); !ok {
 		t.Fatal("leader with a quorum fenced itself")
@@ -406,13 +394,13 @@ func TestSelfFencing(t *testing.T) {
 		t.Fatal("isolated follower owns again")
 	}
 	tc.heal(fol)
-	took = waitFor(t, 5*time.Second, "healed follower to own again", func() bool { _, ok := fol.c.Owns(p); return ok })
+	took = clustertest.Eventually(t, 5*time.Second, "healed follower to own again", func() bool { _, ok := fol.c.Owns(p); return ok })
 	t.Logf("follower owns again %v after healing (cut lasted %v)", took, time.Since(cut))
 
 	// Isolate the leader: it loses its quorum and fences itself; the others elect anew.
 	lp := partOf(ld.cfg.NodeName)
 	tc.isolate(ld)
-	took = waitFor(t, lease+slack, "isolated leader to fence itself", func() bool { _, ok := ld.c.Owns(lp); return !ok })
+	took = clustertest.Eventually(t, lease+slack, "isolated leader to fence itself", func() bool { _, ok := ld.c.Owns(lp); return !ok })
 	t.Logf("leader fenced %v after the cut", took)
 	time.Sleep(lease / 2) // and stays fenced once Raft has deposed it
 	if _, ok := ld.c.Owns(lp); ok {
@@ -428,7 +416,7 @@ func TestSelfFencing(t *testing.T) {
 		t.Fatal(err)
 	}
 	tc.heal(ld)
-	waitFor(t, 5*time.Second, "old leader to catch up and own again", func() bool {
+	clustertest.Eventually(t, 5*time.Second, "old leader to catch up and own again", func() bool {
 		_, ok := ld.c.Owns(lp)
 		return ok && ld.c.State().Config.Paused && !ld.c.IsLeader()
 	})
@@ -509,7 +497,7 @@ func TestSingleNodeBootstrapsItself(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	waitFor(t, 5*time.Second, "single node to lead and register itself", func() bool {
+	clustertest.Eventually(t, 5*time.Second, "single node to lead and register itself", func() bool {
 		m, ok := c.State().Members["solo"]
 		return c.IsLeader() && c.InContact() && ok && m.Voter && m.HTTPAddr == "127.0.0.1:1"
 	})

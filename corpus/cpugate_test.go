@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/crawlnode/crawlnode/internal/clustertest"
 )
 
 // scripted is a CPU reader that returns the samples it is given, one per read.
@@ -157,7 +159,7 @@ func TestStageHoldsPagesWhileBusy(t *testing.T) {
 	}
 	defer s.Shutdown(ctx)
 	// Open until its second reading; then closed.
-	waitUntil(t, 5*time.Second, func() bool { return !s.gate.open.Load() })
+	clustertest.Eventually(t, 5*time.Second, "the gate to close", func() bool { return !s.gate.open.Load() })
 	if err := s.Enqueue(jobs[:3]...); err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +170,7 @@ func TestStageHoldsPagesWhileBusy(t *testing.T) {
 	mu.Lock()
 	busy = false
 	mu.Unlock()
-	waitUntil(t, 5*time.Second, func() bool { return s.Stats().Processed == 3 })
+	clustertest.Eventually(t, 5*time.Second, "three records processed", func() bool { return s.Stats().Processed == 3 })
 	st1 := s.Stats()
 	if st1.Held < 200*time.Millisecond || st1.HeldSpells < 1 {
 		t.Fatalf("held %v in %d spells; want the wait counted", st1.Held, st1.HeldSpells)
@@ -189,14 +191,5 @@ func TestStageHoldsPagesWhileBusy(t *testing.T) {
 	}
 	if n := s.Stats().Processed; n != int64(len(jobs)) {
 		t.Fatalf("%d records after Drain, want %d", n, len(jobs))
-	}
-}
-
-func waitUntil(t *testing.T, d time.Duration, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(d); !cond(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met in time")
-		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crawlnode/crawlnode/internal/clustertest"
 	"github.com/crawlnode/crawlnode/ring"
 )
 
@@ -196,7 +197,7 @@ func TestPartialRefusalHTTP(t *testing.T) {
 	}
 	start(t, o)
 	count := func() int { mu.Lock(); defer mu.Unlock(); return len(got) }
-	waitFor(t, "owned partitions delivered", 10*time.Second, func() bool {
+	clustertest.Eventually(t, 10*time.Second, "owned partitions delivered", func() bool {
 		return count() == len(links)-held && o.Queued() == held
 	})
 	st := o.Stats()
@@ -223,7 +224,7 @@ func TestPartialRefusalHTTP(t *testing.T) {
 	for _, p := range heldParts {
 		tab.set(p, "a", 2)
 	}
-	waitFor(t, "refused partitions delivered", 10*time.Second, func() bool { return o.Queued() == 0 && count() == len(links) })
+	clustertest.Eventually(t, 10*time.Second, "refused partitions delivered", func() bool { return o.Queued() == 0 && count() == len(links) })
 	mu.Lock()
 	defer mu.Unlock()
 	for u, n := range got {

@@ -46,18 +46,6 @@ func (c *fakeClock) Advance(d time.Duration) {
 	c.mu.Unlock()
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t testing.TB, what string, d time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 var words = []string{"river", "stone", "cloud", "maple", "ember", "harbor", "quiet", "silver",
 	"garden", "falcon", "winter", "lantern", "meadow", "copper", "orbit", "velvet", "canyon",
 	"thistle", "beacon", "willow", "granite", "saffron", "tundra", "cobalt", "juniper", "prism",

@@ -16,6 +16,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 
+	"github.com/crawlnode/crawlnode/internal/clustertest"
 	"github.com/crawlnode/crawlnode/ring"
 )
 
@@ -290,7 +291,7 @@ func TestAddDurable(t *testing.T) {
 		t.Fatal(err)
 	}
 	start(t, o)
-	waitFor(t, "outbox drained", 10*time.Second, func() bool { return o.Queued() == 0 })
+	clustertest.Eventually(t, 10*time.Second, "outbox drained", func() bool { return o.Queued() == 0 })
 	want := urlsOf(append(slices.Clone(links), more...))
 	if ps.count("a") != len(want) {
 		t.Fatalf("delivered %d distinct, want %d", ps.count("a"), len(want))
@@ -372,7 +373,7 @@ func TestRingChangeExactlyOnce(t *testing.T) {
 		}
 	})
 	wg.Wait()
-	waitFor(t, "ring change", 10*time.Second, func() bool {
+	clustertest.Eventually(t, 10*time.Second, "ring change", func() bool {
 		select {
 		case <-changed:
 			return true
@@ -380,7 +381,7 @@ func TestRingChangeExactlyOnce(t *testing.T) {
 			return false
 		}
 	})
-	waitFor(t, "outbox drained", 20*time.Second, func() bool { return o.Queued() == 0 })
+	clustertest.Eventually(t, 20*time.Second, "outbox drained", func() bool { return o.Queued() == 0 })
 
 	total := map[string]int{}
 	ps.mu.Lock()
@@ -437,7 +438,7 @@ func TestSendFailureBackoff(t *testing.T) {
 		t.Fatal(err)
 	}
 	start(t, o)
-	waitFor(t, "first attempt", 5*time.Second, func() bool { return ps.callCount("a") == 1 && o.Stats().Failures == 1 })
+	clustertest.Eventually(t, 5*time.Second, "first attempt", func() bool { return ps.callCount("a") == 1 && o.Stats().Failures == 1 })
 	steady := func(want int) {
 		t.Helper()
 		time.Sleep(60 * time.Millisecond) // 12 send intervals on the real clock
@@ -452,17 +453,17 @@ func TestSendFailureBackoff(t *testing.T) {
 	clock.Advance(90 * time.Millisecond) // backoff 1 is 100..125ms
 	steady(1)
 	clock.Advance(40 * time.Millisecond)
-	waitFor(t, "second attempt", 5*time.Second, func() bool { return ps.callCount("a") == 2 && o.Stats().Failures == 2 })
+	clustertest.Eventually(t, 5*time.Second, "second attempt", func() bool { return ps.callCount("a") == 2 && o.Stats().Failures == 2 })
 	clock.Advance(190 * time.Millisecond) // backoff 2 is 200..250ms
 	steady(2)
 	clock.Advance(70 * time.Millisecond)
-	waitFor(t, "third attempt", 5*time.Second, func() bool { return ps.callCount("a") == 3 && o.Stats().Failures == 3 })
+	clustertest.Eventually(t, 5*time.Second, "third attempt", func() bool { return ps.callCount("a") == 3 && o.Stats().Failures == 3 })
 	if o.Queued() != 300 {
 		t.Fatalf("entries lost on failure: %d queued", o.Queued())
 	}
 	failing.Store(false)
 	clock.Advance(time.Second + 250*time.Millisecond) // past any backoff
-	waitFor(t, "delivery", 5*time.Second, func() bool { return o.Queued() == 0 })
+	clustertest.Eventually(t, 5*time.Second, "delivery", func() bool { return o.Queued() == 0 })
 	if ps.count("a") != 300 {
 		t.Fatalf("delivered %d", ps.count("a"))
 	}
@@ -547,7 +548,7 @@ func TestPeerConcurrency(t *testing.T) {
 	}
 	begin := time.Now()
 	start(t, o)
-	waitFor(t, "first half delivered", 20*time.Second, func() bool { return o.Queued() == 0 })
+	clustertest.Eventually(t, 20*time.Second, "first half delivered", func() bool { return o.Queued() == 0 })
 	elapsed := time.Since(begin)
 	calls, _, most := sp.state()
 	t.Logf("1500 links in %d batches in %v, at most %d in flight", calls, elapsed.Round(time.Millisecond), most)
@@ -560,8 +561,8 @@ func TestPeerConcurrency(t *testing.T) {
 	if err := o.Add(links[1500:]); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "a failed send", 5*time.Second, func() bool { return o.Stats().Failures > 0 })
-	waitFor(t, "drains stopped", 5*time.Second, func() bool {
+	clustertest.Eventually(t, 5*time.Second, "a failed send", func() bool { return o.Stats().Failures > 0 })
+	clustertest.Eventually(t, 5*time.Second, "drains stopped", func() bool {
 		_, inFlight, _ := sp.state()
 		return inFlight == 0 && len(o.Stats().Drains) == 0
 	})
@@ -581,8 +582,8 @@ func TestPeerConcurrency(t *testing.T) {
 	// The backoff ends: one probe, which fails, and the backoff grows by one step.
 	failures := st.Failures
 	clock.Advance(130 * time.Millisecond)
-	waitFor(t, "the probe", 5*time.Second, func() bool { return o.Stats().Failures == failures+1 })
-	waitFor(t, "the probe's drain", 5*time.Second, func() bool { return len(o.Stats().Drains) == 0 })
+	clustertest.Eventually(t, 5*time.Second, "the probe", func() bool { return o.Stats().Failures == failures+1 })
+	clustertest.Eventually(t, 5*time.Second, "the probe's drain", func() bool { return len(o.Stats().Drains) == 0 })
 	time.Sleep(50 * time.Millisecond)
 	c, _, most := sp.state()
 	if c != calls+1 || most != 1 {
@@ -596,7 +597,7 @@ func TestPeerConcurrency(t *testing.T) {
 	// The peer is back: the probe succeeds and the batches spread again.
 	sp.fail.Store(false)
 	clock.Advance(300 * time.Millisecond)
-	waitFor(t, "second half delivered", 20*time.Second, func() bool { return o.Queued() == 0 })
+	clustertest.Eventually(t, 20*time.Second, "second half delivered", func() bool { return o.Queued() == 0 })
 	if _, _, most := sp.state(); most < 2 || most > limit {
 		t.Fatalf("at most %d batches in flight after recovery, want 2..%d", most, limit)
 	}
@@ -673,7 +674,7 @@ func TestDownPeerDoesNotBlockOthers(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-hung
-	waitFor(t, "a's links", 10*time.Second, func() bool { return ps.count("a") == want["a"] && o.Stats().QueuedByPeer["a"] == 0 })
+	clustertest.Eventually(t, 10*time.Second, "a's links", func() bool { return ps.count("a") == want["a"] && o.Stats().QueuedByPeer["a"] == 0 })
 	st := o.Stats()
 	if st.QueuedByPeer["b"] != want["b"] || st.QueuedByPeer["c"] != want["c"] || st.QueuedByPeer["a"] != 0 {
 		t.Fatalf("queued by peer %v, want b=%d c=%d", st.QueuedByPeer, want["b"], want["c"])
@@ -713,12 +714,12 @@ func TestErrFull(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 	start(t, o)
-	waitFor(t, "drained", 5*time.Second, func() bool { return o.Queued() == 0 })
+	clustertest.Eventually(t, 5*time.Second, "drained", func() bool { return o.Queued() == 0 })
 	// The refused links were not remembered as recent: the retry queues them.
 	if err := o.Add(links[60:110]); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "retry delivered", 5*time.Second, func() bool { return ps.count("a") == 150 })
+	clustertest.Eventually(t, 5*time.Second, "retry delivered", func() bool { return ps.count("a") == 150 })
 }
 
 func TestRecentCache(t *testing.T) {
@@ -797,15 +798,15 @@ func TestLocal(t *testing.T) {
 		t.Fatal(err)
 	}
 	start(t, o)
-	waitFor(t, "a's links", 5*time.Second, func() bool { return ps.count("a") == len(links)-want && o.Queued() == want })
-	waitFor(t, "local failure", 5*time.Second, func() bool { return o.Stats().Failures == 1 })
+	clustertest.Eventually(t, 5*time.Second, "a's links", func() bool { return ps.count("a") == len(links)-want && o.Queued() == want })
+	clustertest.Eventually(t, 5*time.Second, "local failure", func() bool { return o.Stats().Failures == 1 })
 	time.Sleep(30 * time.Millisecond) // 6 send intervals on the real clock; the fake one stands still
 	if local.count() != 0 || o.Queued() != want {
 		t.Fatalf("local got %d before its backoff ended; queued %d", local.count(), o.Queued())
 	}
 	clock.Advance(time.Second)
-	waitFor(t, "local links", 5*time.Second, func() bool { return local.count() == want })
-	waitFor(t, "drained", 5*time.Second, func() bool { return o.Queued() == 0 })
+	clustertest.Eventually(t, 5*time.Second, "local links", func() bool { return local.count() == want })
+	clustertest.Eventually(t, 5*time.Second, "drained", func() bool { return o.Queued() == 0 })
 	for u, n := range local.got {
 		if n != 1 {
 			t.Fatalf("%s handed to Local %d times", u, n)
@@ -833,7 +834,7 @@ func TestCorruptEntryDropped(t *testing.T) {
 		t.Fatal(err)
 	}
 	start(t, o)
-	waitFor(t, "drained", 5*time.Second, func() bool { return o.Queued() == 0 && o.Stats().SentLinks == 10 })
+	clustertest.Eventually(t, 5*time.Second, "drained", func() bool { return o.Queued() == 0 && o.Stats().SentLinks == 10 })
 	if n := countKeys(t, db, famOutbox); n != 0 || ps.count("a") != 10 {
 		t.Fatalf("%d keys left, %d links delivered", n, ps.count("a"))
 	}
@@ -918,7 +919,7 @@ func TestHeadWaitsForAddInFlight(t *testing.T) {
 		t.Fatal(err)
 	}
 	start(t, o)
-	waitFor(t, "the later Add sent", 5*time.Second, func() bool { return o.Stats().SentLinks == int64(len(late)) })
+	clustertest.Eventually(t, 5*time.Second, "the later Add sent", func() bool { return o.Stats().SentLinks == int64(len(late)) })
 	o.mu.Lock()
 	head := o.head[p]
 	o.mu.Unlock()
@@ -938,7 +939,7 @@ func TestHeadWaitsForAddInFlight(t *testing.T) {
 	delete(o.adding, first)
 	o.mu.Unlock()
 	o.kick <- struct{}{}
-	waitFor(t, "the earlier Add sent", 5*time.Second, func() bool { return o.Queued() == 0 })
+	clustertest.Eventually(t, 5*time.Second, "the earlier Add sent", func() bool { return o.Queued() == 0 })
 	o.mu.Lock()
 	head = o.head[p]
 	o.mu.Unlock()
@@ -999,9 +1000,9 @@ func TestHeadWaitsForAddLandingDuringSend(t *testing.T) {
 		t.Fatal(err)
 	}
 	start(t, o)
-	waitFor(t, "the later Add sent", 5*time.Second, func() bool { return o.Stats().SentLinks >= int64(len(late)) })
+	clustertest.Eventually(t, 5*time.Second, "the later Add sent", func() bool { return o.Stats().SentLinks >= int64(len(late)) })
 	o.kick <- struct{}{}
-	waitFor(t, "the earlier Add sent", 5*time.Second, func() bool { return o.Queued() == 0 })
+	clustertest.Eventually(t, 5*time.Second, "the earlier Add sent", func() bool { return o.Queued() == 0 })
 	checkDelivered(t, ps, db, len(links))
 	if r := o.Stats().HeadResets; r != 0 {
 		t.Fatalf("%d head resets: the head passed the early Add's entry", r)
@@ -1022,7 +1023,7 @@ func TestHeadPastLiveEntriesIsReset(t *testing.T) {
 	o.head[p] = o.seq + 5
 	o.mu.Unlock()
 	start(t, o)
-	waitFor(t, "the links sent", 5*time.Second, func() bool {
+	clustertest.Eventually(t, 5*time.Second, "the links sent", func() bool {
 		select {
 		case o.kick <- struct{}{}:
 		default:
@@ -1070,7 +1071,7 @@ func TestOutboxConcurrentAddsAndDrains(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	waitFor(t, "the outbox drained", 30*time.Second, func() bool { return o.Queued() == 0 })
+	clustertest.Eventually(t, 30*time.Second, "the outbox drained", func() bool { return o.Queued() == 0 })
 	if got := ps.count("a") + ps.count("b"); got != len(links) {
 		t.Fatalf("%d distinct links delivered, want %d", got, len(links))
 	}

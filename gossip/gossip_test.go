@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/crawlnode/crawlnode/internal/clustertest"
 )
 
 // testLogger discards logs unless GOSSIP_TEST_LOG is set.
@@ -112,21 +114,6 @@ func (r *recorder) has(name string, pred func(Event) bool) bool {
 	return false
 }
 
-// waitFor polls cond every 5 ms until it holds or the deadline passes, and returns how long
-// it took.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) time.Duration {
-	t.Helper()
-	start := time.Now()
-	deadline := start.Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	return time.Since(start)
-}
-
 func find(ms []Member, name string) (Member, bool) {
 	for _, m := range ms {
 		if m.Name == name {
@@ -153,7 +140,7 @@ func cluster(t *testing.T, names ...string) []*node {
 	// Let every consumer receive the joins, so later changes are not folded into them.
 	for _, n := range nodes {
 		for _, p := range nodes {
-			waitFor(t, 5*time.Second, n.cfg.Name+" join event for "+p.cfg.Name, func() bool {
+			clustertest.Eventually(t, 5*time.Second, n.cfg.Name+" join event for "+p.cfg.Name, func() bool {
 				return n.rec.has(p.cfg.Name, func(e Event) bool { return e.Kind == EventJoin })
 			})
 		}
@@ -163,7 +150,7 @@ func cluster(t *testing.T, names ...string) []*node {
 
 func waitConverged(t *testing.T, nodes []*node, names []string) {
 	t.Helper()
-	waitFor(t, 10*time.Second, "convergence", func() bool {
+	clustertest.Eventually(t, 10*time.Second, "convergence", func() bool {
 		for _, n := range nodes {
 			if len(n.Alive()) != len(names) {
 				return false
@@ -219,7 +206,7 @@ func TestThreeNodesJoinWithMeta(t *testing.T) {
 		// Events: a join for every member, with its metadata.
 		for _, p := range nodes {
 			want := p.Local().Meta
-			waitFor(t, 5*time.Second, n.cfg.Name+" join event for "+p.cfg.Name, func() bool {
+			clustertest.Eventually(t, 5*time.Second, n.cfg.Name+" join event for "+p.cfg.Name, func() bool {
 				return n.rec.has(p.cfg.Name, func(e Event) bool { return e.Kind == EventJoin && e.Member.Meta.Equal(want) })
 			})
 		}
@@ -238,7 +225,7 @@ func TestSetMetaPropagates(t *testing.T) {
 	if got := a.Local().Meta; !got.Equal(want) { // zero Started kept the old one
 		t.Fatalf("local meta %+v, want %+v", got, want)
 	}
-	took := waitFor(t, 5*time.Second, "update event on b", func() bool {
+	took := clustertest.Eventually(t, 5*time.Second, "update event on b", func() bool {
 		return b.rec.has("a", func(e Event) bool { return e.Kind == EventUpdate && e.Member.Meta.Equal(want) })
 	})
 	t.Logf("update seen by peer in %v", time.Since(start))
@@ -247,7 +234,7 @@ func TestSetMetaPropagates(t *testing.T) {
 		t.Fatalf("b's table has %+v", m.Meta)
 	}
 	// The local node's own update is an event too.
-	waitFor(t, 5*time.Second, "own update event", func() bool {
+	clustertest.Eventually(t, 5*time.Second, "own update event", func() bool {
 		return a.rec.has("a", func(e Event) bool { return e.Kind == EventUpdate && e.Member.Meta.State == StateActive })
 	})
 	if err := a.SetMeta(Meta{State: "bogus"}); !errors.Is(err, ErrInvalidMeta) {
@@ -263,7 +250,7 @@ func TestGracefulLeave(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, n := range nodes[:2] {
-		waitFor(t, 5*time.Second, n.cfg.Name+" leave event", func() bool {
+		clustertest.Eventually(t, 5*time.Second, n.cfg.Name+" leave event", func() bool {
 			return n.rec.has("c", func(e Event) bool { return e.Kind == EventLeave && e.Member.Status == StatusLeft })
 		})
 		if n.rec.has("c", func(e Event) bool { return e.Kind == EventFail }) {
@@ -296,7 +283,7 @@ func TestHardStopIsFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, n := range nodes[:2] {
-		waitFor(t, 5*time.Second, n.cfg.Name+" fail event", func() bool {
+		clustertest.Eventually(t, 5*time.Second, n.cfg.Name+" fail event", func() bool {
 			return n.rec.has("c", func(e Event) bool { return e.Kind == EventFail && e.Member.Status == StatusDead })
 		})
 		if m, _ := find(n.Members(), "c"); m.Status != StatusDead {
@@ -324,7 +311,7 @@ func TestRestartSameName(t *testing.T) {
 				t.Fatal(err)
 			}
 			if waitDeath {
-				waitFor(t, 5*time.Second, "fail event", func() bool {
+				clustertest.Eventually(t, 5*time.Second, "fail event", func() bool {
 					return a.rec.has("b", func(e Event) bool { return e.Kind == EventFail })
 				})
 			}
@@ -337,11 +324,11 @@ func TestRestartSameName(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := b2.Local().Meta
-			waitFor(t, 10*time.Second, "restarted b seen with new meta", func() bool {
+			clustertest.Eventually(t, 10*time.Second, "restarted b seen with new meta", func() bool {
 				m, ok := find(a.Alive(), "b")
 				return ok && m.Addr == b2.AdvertiseAddr() && m.Meta.Equal(want)
 			})
-			waitFor(t, 5*time.Second, "join/update event with new meta", func() bool {
+			clustertest.Eventually(t, 5*time.Second, "join/update event with new meta", func() bool {
 				evs := a.rec.about("b")
 				last := evs[len(evs)-1]
 				if waitDeath && last.Kind != EventJoin {
@@ -350,7 +337,7 @@ func TestRestartSameName(t *testing.T) {
 				return (last.Kind == EventJoin || last.Kind == EventUpdate) && last.Member.Meta.Equal(want) && last.Member.Addr == b2.AdvertiseAddr()
 			})
 			t.Logf("restarted node accepted in %v", time.Since(start))
-			waitFor(t, 5*time.Second, "restarted b sees a", func() bool { _, ok := find(b2.Alive(), "a"); return ok })
+			clustertest.Eventually(t, 5*time.Second, "restarted b sees a", func() bool { _, ok := find(b2.Alive(), "a"); return ok })
 		})
 	}
 }
@@ -374,7 +361,7 @@ func TestMetaSizeEnforced(t *testing.T) {
 	if err := a.SetMeta(maxMeta); err != nil {
 		t.Fatalf("SetMeta 512 bytes: %v", err)
 	}
-	waitFor(t, 5*time.Second, "512-byte meta on b", func() bool {
+	clustertest.Eventually(t, 5*time.Second, "512-byte meta on b", func() bool {
 		m, _ := find(b.Members(), "a")
 		return m.Meta.Version == maxMeta.Version
 	})
@@ -390,7 +377,7 @@ func TestBurstCoalesced(t *testing.T) {
 	if _, err := b.Join([]string{a.AdvertiseAddr()}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "a sees b", func() bool { return len(a.Alive()) == 2 })
+	clustertest.Eventually(t, 5*time.Second, "a sees b", func() bool { return len(a.Alive()) == 2 })
 	const updates = 60
 	meta := b.Local().Meta
 	start := time.Now()
@@ -402,7 +389,7 @@ func TestBurstCoalesced(t *testing.T) {
 	}
 	t.Logf("%d SetMeta calls in %v", updates, time.Since(start))
 	last := meta.Version
-	waitFor(t, 5*time.Second, "a's table has the last update", func() bool {
+	clustertest.Eventually(t, 5*time.Second, "a's table has the last update", func() bool {
 		m, _ := find(a.Members(), "b")
 		return m.Meta.Version == last
 	})
@@ -471,7 +458,7 @@ func TestSlowConsumerDoesNotBlockMemberlist(t *testing.T) {
 	if err := a.SetMeta(am); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "b sees a active", func() bool {
+	clustertest.Eventually(t, 5*time.Second, "b sees a active", func() bool {
 		return b.rec.has("a", func(e Event) bool { return e.Member.Meta.State == StateActive })
 	})
 	// Probes continue: a detects c's hard stop while its events sit unread.
@@ -479,7 +466,7 @@ func TestSlowConsumerDoesNotBlockMemberlist(t *testing.T) {
 	if err := c.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "a detects c dead", func() bool {
+	clustertest.Eventually(t, 5*time.Second, "a detects c dead", func() bool {
 		m, _ := find(a.Members(), "c")
 		return m.Status == StatusDead
 	})
@@ -571,7 +558,7 @@ func TestJoinRetriesUntilSeedAppears(t *testing.T) {
 	}
 	res := make(chan result, 1)
 	go func() { n, err := j.Join([]string{addr}); res <- result{n, err} }()
-	waitFor(t, 5*time.Second, "two failed join attempts", func() bool { return j.joinAttempts.Load() >= 2 })
+	clustertest.Eventually(t, 5*time.Second, "two failed join attempts", func() bool { return j.joinAttempts.Load() >= 2 })
 	cfg := testConfig("seed")
 	cfg.BindAddr = addr
 	seed, err := New(cfg)
@@ -583,7 +570,7 @@ func TestJoinRetriesUntilSeedAppears(t *testing.T) {
 	if r.err != nil || r.n != 1 {
 		t.Fatalf("join: %+v", r)
 	}
-	waitFor(t, 5*time.Second, "joiner sees seed", func() bool { return len(j.Alive()) == 2 })
+	clustertest.Eventually(t, 5*time.Second, "joiner sees seed", func() bool { return len(j.Alive()) == 2 })
 }
 
 func TestLifecycle(t *testing.T) {
@@ -665,7 +652,7 @@ func TestOverflowWithoutLoop(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, 5*time.Second, "a's table has b's last update", func() bool {
+	clustertest.Eventually(t, 5*time.Second, "a's table has b's last update", func() bool {
 		m, _ := find(a.Members(), "b")
 		return m.Meta.Version == meta.Version
 	})

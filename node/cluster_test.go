@@ -2,18 +2,21 @@ package node
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"os"
-	"path/filepath"
-	"sync"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/crawlnode/crawlnode/fetch"
+	"github.com/crawlnode/crawlnode/forward"
+	"github.com/crawlnode/crawlnode/frontier"
+	"github.com/crawlnode/crawlnode/internal/clustertest"
+	"github.com/crawlnode/crawlnode/ring"
 	"github.com/crawlnode/crawlnode/simweb"
 )
 
@@ -45,6 +48,16 @@ func startSimweb(t *testing.T, cfg simweb.Config) (*simweb.Web, fetch.ResolveRul
 	return w, rule
 }
 
+// noWeb is a resolve rule for nodes that crawl nothing: *.sim.test on a closed port.
+func noWeb(t *testing.T) fetch.ResolveRule {
+	t.Helper()
+	rule, err := fetch.ParseResolve("*.sim.test=127.0.0.1:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rule
+}
+
 // testCrawlDelay is the politeness delay of the in-process crawls.
 const testCrawlDelay = 5 * time.Millisecond
 
@@ -73,61 +86,22 @@ func TestClusterInProcess(t *testing.T) {
 	cfg.CrawlDelayHosts = 0
 	w, rule := startSimweb(t, cfg)
 	const delay = testCrawlDelay
-	base := t.TempDir()
-	mk := func(name string, seeds []string, join []string, expect int) *Node {
-		nc := testNodeConfig(filepath.Join(base, name), name, rule)
-		nc.Seeds = seeds
-		nc.Cluster = ClusterConfig{BindAddr: "127.0.0.1:0", RaftAddr: "127.0.0.1:0", Join: join,
-			BootstrapExpect: expect, Profile: "test", Grace: 5 * time.Second}
-		n, err := New(nc)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
+	tc := newTestCluster(t, 2, rule, 5*time.Second, func(nc *Config) {
+		nc.ExitWhenDone = true
+		if nc.Name == "n1" {
+			nc.Seeds = w.Seeds()
 		}
-		return n
-	}
-	var wg sync.WaitGroup
-	errs := make(chan error, 3)
-	run := func(n *Node) {
-		wg.Add(1)
-		go func() { defer wg.Done(); errs <- n.Run(context.Background()) }()
-	}
-	waitAddr := func(n *Node) string {
-		deadline := time.Now().Add(10 * time.Second)
-		for time.Now().Before(deadline) {
-			if a := n.GossipAddr(); a != "" {
-				return a
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		t.Fatalf("%s never started its cluster layer", n.Name())
-		return ""
-	}
-	n1 := mk("n1", w.Seeds(), nil, 2)
-	run(n1)
-	a1 := waitAddr(n1)
-	n2 := mk("n2", nil, []string{a1}, 2)
-	run(n2)
-	for deadline := time.Now().Add(30 * time.Second); len(w.Log()) < 300; {
-		if time.Now().After(deadline) {
-			t.Fatalf("the two-node cluster did not start crawling: %d requests", len(w.Log()))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	n3 := mk("n3", nil, []string{a1}, 0)
-	run(n3)
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(8 * time.Minute):
-		t.Fatal("the cluster did not finish within 8 minutes")
-	}
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Errorf("run: %v", err)
-		}
-	}
+	})
+	n1, n2 := tc.nodes[0], tc.nodes[1]
+	clustertest.Eventually(t, 30*time.Second, "the two-node cluster to crawl 300 pages", func() bool { return len(w.Log()) >= 300 })
+	n3 := tc.add(0)
+	// The leader registers n3 at once rather than at its next slow tick; the nodes' own
+	// loops hand it its partitions.
+	clustertest.Eventually(t, 30*time.Second, "n3 registered", func() bool {
+		tc.lead()
+		return n3.cl.Registered("n3")
+	})
+	tc.wait(8 * time.Minute)
 	if n3.cl.Stats().Imports == 0 {
 		t.Errorf("the joining node received no partition")
 	}
@@ -135,7 +109,7 @@ func TestClusterInProcess(t *testing.T) {
 	t.Logf("requests %d, coverage %.4f (%d/%d), duplicates %d, handoffs n1 %d n2 %d, imports n3 %d",
 		rep.Requests, rep.Coverage, rep.Reached, rep.MustReach, rep.DuplicateFetches,
 		n1.cl.Stats().Handoffs, n2.cl.Stats().Handoffs, n3.cl.Stats().Imports)
-	for _, n := range []*Node{n1, n2, n3} {
+	for _, n := range []*testNode{n1, n2, n3} {
 		r := n.repl.Counters()
 		t.Logf("%s replicas: rounds %d, sections from the change log %d, log overflows %d, resets %d", n.Name(), r.Rounds, r.Keyed, r.LogOverflows, r.Resets)
 	}
@@ -157,32 +131,22 @@ func TestExitWhenDoneWaitsForSeeds(t *testing.T) {
 	cfg.Hosts, cfg.Seed, cfg.MeanPages, cfg.MaxWords = 4, 3, 10, 500
 	cfg.CrawlDelayHosts = 0
 	w, rule := startSimweb(t, cfg)
-	nc := testNodeConfig(t.TempDir(), "solo", rule)
-	n, err := New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	errc := make(chan error, 1)
-	go func() { errc <- n.Run(context.Background()) }()
-	var api string
-	for deadline := time.Now().Add(10 * time.Second); api == ""; {
-		if time.Now().After(deadline) {
-			t.Fatal("no API address after 10 s")
-		}
-		api, _ = n.httpAddr.Load().(string)
-		time.Sleep(10 * time.Millisecond)
-	}
-	// A lone node checks for completion every 200 ms and needs two idle rounds: 3 s is
-	// many rounds, once its partitions are leased.
+	tc := newTestCluster(t, 1, rule, 0, func(nc *Config) { nc.ExitWhenDone = true })
+	n := tc.nodes[0]
+	api, _ := n.httpAddr.Load().(string)
+	// The partitions are leased at once; then a lone node checks for completion every
+	// 200 ms and needs two idle rounds: 3 s is many rounds.
+	tc.lead()
+	clustertest.Eventually(t, 5*time.Second, "every partition leased", func() bool {
+		return leaseCounts(n)["n1"] == ring.PartitionCount
+	})
 	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); {
 		select {
-		case err := <-errc:
+		case err := <-n.errc:
+			n.done = true
 			t.Fatalf("the node exited before it was given a seed (err %v)", err)
 		case <-time.After(100 * time.Millisecond):
 		}
-	}
-	if v := n.Cluster(); len(v.Leases) == 0 {
-		t.Fatalf("no partition leased after 3 s: the wait above proved nothing")
 	}
 	body, _ := json.Marshal(map[string]any{"urls": w.Seeds()})
 	resp, err := http.Post("http://"+api+"/v1/crawl/seeds", "application/json", bytes.NewReader(body))
@@ -193,16 +157,133 @@ func TestExitWhenDoneWaitsForSeeds(t *testing.T) {
 	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("POST /v1/crawl/seeds: %s", resp.Status)
 	}
-	select {
-	case err := <-errc:
-		if err != nil {
-			t.Fatalf("run: %v", err)
-		}
-	case <-time.After(2 * time.Minute):
-		t.Fatal("the node did not finish its seeded crawl within 2 minutes")
-	}
+	tc.wait(2 * time.Minute)
 	rep := w.Report(simweb.ReportOptions{UserAgent: DefaultUserAgent, DefaultDelay: testCrawlDelay, PerHost: 1})
 	if rep.Coverage < 1 {
 		t.Errorf("coverage %.4f (%d/%d)", rep.Coverage, rep.Reached, rep.MustReach)
+	}
+}
+
+// TestClusterJoinRebalances: a member that joins a formed cluster gets its share of the
+// partitions by handoff, the leader's rounds and the handoffs run by the test at once.
+func TestClusterJoinRebalances(t *testing.T) {
+	rule := noWeb(t)
+	tc := newTestCluster(t, 2, rule, 5*time.Second, nil)
+	clustertest.Eventually(t, 20*time.Second, "a settled two-node cluster", func() bool {
+		tc.round()
+		return tc.settled()
+	})
+	n3 := tc.add(0)
+	clustertest.Eventually(t, 30*time.Second, "n3 registered and the ring settled", func() bool {
+		tc.round()
+		return n3.cl.Registered("n3") && tc.settled()
+	})
+	counts := leaseCounts(n3)
+	if counts["n3"] == 0 || counts["n1"] == 0 || counts["n2"] == 0 || counts["n1"]+counts["n2"]+counts["n3"] != ring.PartitionCount {
+		t.Fatalf("leases %v after the join", counts)
+	}
+	var handoffs int64
+	for _, n := range tc.nodes[:2] {
+		handoffs += n.cl.Stats().Handoffs
+	}
+	// Every partition n3 holds came from n1 or n2 by a handoff (an import on n3), never by
+	// a forced move.
+	if imp := n3.cl.Stats().Imports; handoffs < int64(counts["n3"]) || imp < int64(counts["n3"]) {
+		t.Errorf("n3 holds %d partitions after %d handoffs and %d imports", counts["n3"], handoffs, imp)
+	}
+	if f := tc.leader().cl.Stats().Forced; f != 0 {
+		t.Errorf("%d leases forced in a join", f)
+	}
+}
+
+// TestClusterDeathPastGrace: a member that stops is kept (with its leases) while the
+// grace runs, then removed and its partitions forced onto the others. The nodes' clock
+// is moved past the grace instead of waiting for it.
+func TestClusterDeathPastGrace(t *testing.T) {
+	rule := noWeb(t)
+	const grace = time.Hour
+	tc := newTestCluster(t, 3, rule, grace, nil)
+	clustertest.Eventually(t, 20*time.Second, "a settled three-node cluster", func() bool {
+		tc.round()
+		return tc.settled()
+	})
+	ld := tc.leader()
+	var victim *testNode
+	for _, n := range tc.nodes {
+		if n != ld {
+			victim = n
+			break
+		}
+	}
+	held := leaseCounts(ld)[victim.Name()]
+	if err := tc.stop(victim); err != nil {
+		t.Fatalf("stop %s: %v", victim.Name(), err)
+	}
+	clustertest.Eventually(t, 10*time.Second, "the leader to mark "+victim.Name()+" dead", func() bool {
+		tc.lead()
+		_, dead := ld.cl.DeadSince(victim.Name())
+		return dead
+	})
+	tc.lead()
+	if c := leaseCounts(ld); c[victim.Name()] != held || !ld.cl.Registered(victim.Name()) {
+		t.Fatalf("within the grace: %s holds %d partitions (had %d), registered %v",
+			victim.Name(), c[victim.Name()], held, ld.cl.Registered(victim.Name()))
+	}
+	tc.advance(grace)
+	tc.lead()
+	c := leaseCounts(ld)
+	if ld.cl.Registered(victim.Name()) || c[victim.Name()] != 0 || c[""] != 0 {
+		t.Fatalf("past the grace: %s registered %v, leases %v", victim.Name(), ld.cl.Registered(victim.Name()), c)
+	}
+	if f := ld.cl.Stats().Forced; f != int64(held) {
+		t.Errorf("%d leases forced, want the %d %s held", f, held, victim.Name())
+	}
+	clustertest.Eventually(t, 20*time.Second, "the survivors settled", func() bool {
+		tc.round()
+		return tc.settled()
+	})
+}
+
+// TestClusterSweepSendsLeftovers: a URL queued on a node that does not hold its
+// partition's lease (an interrupted handoff, a node back after its leases moved) is sent
+// to the lease holder by the sweep, and dropped here.
+func TestClusterSweepSendsLeftovers(t *testing.T) {
+	tc := newTestCluster(t, 2, noWeb(t), 5*time.Second, nil)
+	clustertest.Eventually(t, 20*time.Second, "a settled two-node cluster", func() bool {
+		tc.round()
+		return tc.settled()
+	})
+	n1, n2 := tc.nodes[0], tc.nodes[1]
+	var url string
+	var p uint16
+	for i := 0; url == ""; i++ {
+		u := fmt.Sprintf("http://h%d.sim.test/", i)
+		if q, _ := forward.PartitionOfURL(u); func() bool { o, _ := n1.cl.OwnerOf(q); return o == "n2" }() {
+			url, p = u, q
+		}
+	}
+	if _, err := n1.front.Add([]frontier.Candidate{{URL: url}}); err != nil {
+		t.Fatal(err)
+	}
+	has := func(n *testNode) bool {
+		parts, err := n.front.Partitions()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return slices.Contains(parts, p)
+	}
+	if !has(n1) {
+		t.Fatalf("partition %d not present on n1 after the add", p)
+	}
+	swept, imports := n1.cl.Stats().Swept, n2.cl.Stats().Imports
+	clustertest.Eventually(t, 20*time.Second, fmt.Sprintf("partition %d swept from n1 to n2", p), func() bool {
+		tc.sweep()
+		return !has(n1) && has(n2)
+	})
+	if s := n1.cl.Stats().Swept - swept; s != 1 {
+		t.Errorf("n1 swept %d partitions, want 1", s)
+	}
+	if s := n2.cl.Stats().Imports - imports; s != 1 {
+		t.Errorf("n2 imported %d partitions, want 1", s)
 	}
 }

@@ -384,7 +384,7 @@ func New(cfg Config) (*Node, error) {
 			n.repl = n.newReplicator(c, interval, cfg.Logger)
 			return n.repl
 		},
-		Logger: cfg.Logger, APIToken: cfg.APIToken, Version: Version, DataFormat: dataFormat,
+		Logger: cfg.Logger, Now: cfg.Now, APIToken: cfg.APIToken, Version: Version, DataFormat: dataFormat,
 	})
 	if err != nil {
 		return nil, err
