@@ -124,7 +124,7 @@ type Cluster struct {
 	host   Host
 	token  string
 	log    *slog.Logger
-	g      *gossip.Gossip
+	gossip *gossip.Gossip
 	ctl    *control.Control
 	out    *forward.Outbox
 	client *http.Client
@@ -268,7 +268,7 @@ func (c *Cluster) Start(ctx context.Context, httpAddr string) error {
 	if err != nil {
 		return err // gossip's errors say "gossip: ..."
 	}
-	c.g = g
+	c.gossip = g
 	advHost, _, _ := net.SplitHostPort(g.AdvertiseAddr())
 	raftBind := c.cfg.RaftAddr
 	raftAdv := ""
@@ -344,11 +344,11 @@ func (c *Cluster) Shutdown() {
 			c.log.Warn("raft shutdown", "err", err)
 		}
 	}
-	if c.g != nil {
+	if c.gossip != nil {
 		if c.leaving.Load() {
-			_ = c.g.Leave(2 * time.Second)
+			_ = c.gossip.Leave(2 * time.Second)
 		}
-		_ = c.g.Shutdown(ctx)
+		_ = c.gossip.Shutdown(ctx)
 	}
 	c.wg.Wait()
 }
@@ -376,7 +376,7 @@ func (c *Cluster) loop(ctx context.Context) {
 	defer tick.Stop()
 	slow := time.NewTicker(time.Second)
 	defer slow.Stop()
-	events := c.g.Events()
+	events := c.gossip.Events()
 	wasLeader := false
 	for {
 		select {
@@ -639,7 +639,7 @@ func linksToCandidates(links []forward.Link) []frontier.Candidate {
 
 // InternalURL is the forward sender's peer address book.
 func (c *Cluster) InternalURL(peer string) (string, bool) {
-	for _, m := range c.g.Members() {
+	for _, m := range c.gossip.Members() {
 		if m.Name == peer && m.Status == gossip.StatusAlive && m.Meta.HTTPAddr != "" {
 			return "http://" + m.Meta.HTTPAddr, true
 		}
@@ -653,7 +653,7 @@ func (c *Cluster) InternalURL(peer string) (string, bool) {
 // Alive returns gossip's alive members by name.
 func (c *Cluster) Alive() map[string]gossip.Member {
 	out := map[string]gossip.Member{}
-	for _, m := range c.g.Alive() {
+	for _, m := range c.gossip.Alive() {
 		out[m.Name] = m
 	}
 	return out
@@ -662,7 +662,7 @@ func (c *Cluster) Alive() map[string]gossip.Member {
 // Ring builds the ring over the registered members that are not draining or gone
 // (ringMembers).
 func (c *Cluster) Ring() *ring.Ring {
-	in := planInput{Self: c.self, Leaving: c.leaving.Load(), Members: c.g.Members(), Registry: c.tab.Load().members}
+	in := planInput{Self: c.self, Leaving: c.leaving.Load(), Members: c.gossip.Members(), Registry: c.tab.Load().members}
 	return c.cachedRing(&c.ring, ringMembers(in))
 }
 
@@ -701,7 +701,7 @@ var ringConfig = ring.Config{ReplicationFactor: 200, Load: 1.1}
 func (c *Cluster) lead() {
 	c.leadMu.Lock() // a test may run a round while the loop does
 	defer c.leadMu.Unlock()
-	if err := c.ctl.Reconcile(registerPeers(c.g.Members())); err != nil {
+	if err := c.ctl.Reconcile(registerPeers(c.gossip.Members())); err != nil {
 		c.log.Warn("reconcile", "err", err)
 		return
 	}
@@ -769,7 +769,7 @@ func (c *Cluster) planInput() planInput {
 	c.mu.Unlock()
 	return planInput{
 		Self: c.self, Leaving: c.leaving.Load(),
-		Members:  c.g.Members(),
+		Members:  c.gossip.Members(),
 		Registry: t.members, Leases: t.leases[:],
 		Now: c.now(), Grace: c.cfg.Grace,
 		Ring: func(names []string) func(uint16) string {

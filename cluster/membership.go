@@ -24,7 +24,7 @@ func (c *Cluster) bootstrap() {
 	if name, _ := c.ctl.Leader(); name != "" {
 		return
 	}
-	alive := c.g.Alive()
+	alive := c.gossip.Alive()
 	if len(alive) < c.cfg.BootstrapExpect {
 		return
 	}
@@ -55,9 +55,9 @@ func (c *Cluster) announce() {
 	if c.state.Load().(gossip.State) == want {
 		return
 	}
-	m := c.g.Local().Meta
+	m := c.gossip.Local().Meta
 	m.State = want
-	if err := c.g.SetMeta(m); err != nil && !errors.Is(err, gossip.ErrUpdateTimeout) {
+	if err := c.gossip.SetMeta(m); err != nil && !errors.Is(err, gossip.ErrUpdateTimeout) {
 		c.log.Warn("announce state", "state", want, "err", err)
 		return
 	}
@@ -77,7 +77,7 @@ func (c *Cluster) rejoin(ctx context.Context) {
 	c.lastRejoin = now
 	t := c.tab.Load()
 	var addrs []string
-	for _, m := range c.g.Members() {
+	for _, m := range c.gossip.Members() {
 		if _, reg := t.members[m.Name]; reg && m.Name != c.self && m.Status == gossip.StatusDead && m.Addr != "" {
 			addrs = append(addrs, m.Addr)
 		}
@@ -92,7 +92,7 @@ func (c *Cluster) rejoin(ctx context.Context) {
 		defer c.rejoining.Store(false)
 		jctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		defer cancel()
-		if n, err := c.g.JoinContext(jctx, addrs); err == nil && n > 0 {
+		if n, err := c.gossip.JoinContext(jctx, addrs); err == nil && n > 0 {
 			c.log.Info("rejoined members lost to the failure detector", "contacts", n, "addrs", addrs)
 		}
 	}()
@@ -114,7 +114,7 @@ func (c *Cluster) loadPeers() []string {
 
 func (c *Cluster) savePeers() {
 	var addrs []string
-	for _, m := range c.g.Alive() {
+	for _, m := range c.gossip.Alive() {
 		if m.Name != c.self {
 			addrs = append(addrs, m.Addr)
 		}

@@ -139,7 +139,7 @@ func (c *Cluster) Leaving() bool { return c.leaving.Load() }
 func (c *Cluster) MarkDone() { c.doneLocal.Store(true) }
 
 // Gossip is the node's gossip membership (nil before Start).
-func (c *Cluster) Gossip() *gossip.Gossip { return c.g }
+func (c *Cluster) Gossip() *gossip.Gossip { return c.gossip }
 
 // ControlReady reports whether the Raft controller is up (job commands may be applied).
 func (c *Cluster) ControlReady() bool { return c.ctlReady.Load() }
@@ -175,7 +175,7 @@ func (c *Cluster) JobConfig() control.JobConfig { return c.tab.Load().config }
 func (c *Cluster) Registered(name string) bool { return registered(c.tab.Load(), name) }
 
 // Members is gossip's view of every member, alive or not.
-func (c *Cluster) Members() []gossip.Member { return c.g.Members() }
+func (c *Cluster) Members() []gossip.Member { return c.gossip.Members() }
 
 // Held counts the partitions whose lease this node holds.
 func (c *Cluster) Held() int {

@@ -68,7 +68,7 @@ func (s *Stage) Page(ctx context.Context, url string, withText bool) (Record, er
 	if err != nil {
 		return rec, fmt.Errorf("corpus: load page: %w", err)
 	}
-	ex := *s.ex
+	ex := *s.extractor
 	ex.filters.IncludeOptOut = true // the caller asked for this page; opt-out is in rec.OptOut
 	a := ex.analyze(&j, body)
 	rec.Text, rec.Markdown = a.rec.Text, a.rec.Markdown

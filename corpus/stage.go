@@ -74,7 +74,7 @@ type Stage struct {
 	// pendingPages are the per-URL page records ('u' family) of the records written since
 	// the last commit; they are written in the commit's batch.
 	pendingPages []pageEntry
-	ex           *extractor
+	extractor    *extractor
 	near         *BadgerNearIndex
 	log          *slog.Logger
 
@@ -125,14 +125,14 @@ func New(cfg Config) (*Stage, error) {
 		return nil, fmt.Errorf("corpus: %w", err)
 	}
 	s := &Stage{
-		cfg:     cfg,
-		db:      cfg.DB,
-		ex:      newExtractor(&cfg),
-		near:    NewBadgerNearIndex(cfg.DB),
-		log:     cfg.Logger.With("component", "corpus"),
-		notify:  make(chan struct{}, 1),
-		stopped: make(chan struct{}),
-		stats:   persistedStats{Rejected: map[string]int64{}},
+		cfg:       cfg,
+		db:        cfg.DB,
+		extractor: newExtractor(&cfg),
+		near:      NewBadgerNearIndex(cfg.DB),
+		log:       cfg.Logger.With("component", "corpus"),
+		notify:    make(chan struct{}, 1),
+		stopped:   make(chan struct{}),
+		stats:     persistedStats{Rejected: map[string]int64{}},
 	}
 	err := cfg.DB.View(func(txn *badger.Txn) error {
 		opts := badger.DefaultIteratorOptions
@@ -463,11 +463,11 @@ func (s *Stage) gateOpen() bool {
 // process loads and analyzes one job. dropped is true when the stage is stopping and the job
 // must stay queued.
 func (s *Stage) process(ctx context.Context, j *Job) (a analysis, dropped bool) {
-	if reason, detail := s.ex.preCheck(j); reason != "" {
+	if reason, detail := s.extractor.preCheck(j); reason != "" {
 		// Dropped on response facts alone: the body is not even read back.
 		rec := baseRecord(j)
 		rec.Rejected, rec.RejectDetail = reason, detail
-		rec.OptOut = optOutSignals(j, nil, s.ex.token)
+		rec.OptOut = optOutSignals(j, nil, s.extractor.token)
 		return analysis{rec: rec}, false
 	}
 	body, err := s.cfg.Load(ctx, *j)
@@ -480,7 +480,7 @@ func (s *Stage) process(ctx context.Context, j *Job) (a analysis, dropped bool) 
 		s.log.Warn("load page for extraction", "url", j.URL, "warc", j.WARCFile, "offset", j.WARCOffset, "err", err)
 		return analysis{rec: rec}, false
 	}
-	return s.ex.analyze(j, body), false
+	return s.extractor.analyze(j, body), false
 }
 
 // commitLoop is the single writer: duplicate decisions, shard writes, backlog deletions.

@@ -95,7 +95,7 @@ type hostKey struct {
 }
 
 type hostEntry struct {
-	hc      *fasthttp.HostClient
+	client  *fasthttp.HostClient
 	lastUse atomic.Int64 // unix nanos, real clock
 }
 
@@ -158,7 +158,7 @@ func (c *Client) CloseIdle() {
 	}
 	c.mu.Unlock()
 	for _, h := range hosts {
-		h.hc.CloseIdleConnections()
+		h.client.CloseIdleConnections()
 	}
 }
 
@@ -282,7 +282,7 @@ func (c *Client) do(ctx context.Context, req Request, maxBody int, detectKind bo
 		if remaining <= 0 {
 			return nil, classErr(ClassTimeout, req.URL, errors.New("deadline passed before connect"))
 		}
-		cc, err := h.hc.AcquireConn(remaining, false)
+		cc, err := h.client.AcquireConn(remaining, false)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctxErr(req.URL, ctx.Err())
@@ -293,7 +293,7 @@ func (c *Client) do(ctx context.Context, req Request, maxBody int, detectKind bo
 		conn := cc.Conn()
 		if reused && !moved && len(addrs) > 0 && !hasAddr(addrs, conn.RemoteAddr()) {
 			moved = true // the name moved: dial afresh, once
-			h.hc.CloseConn(cc)
+			h.client.CloseConn(cc)
 			attempt--
 			continue
 		}
@@ -314,10 +314,10 @@ func (c *Client) do(ctx context.Context, req Request, maxBody int, detectKind bo
 			if err != nil || interrupted || resp.Truncated {
 				abortConn(conn)
 			}
-			h.hc.CloseConn(cc)
+			h.client.CloseConn(cc)
 		} else {
 			_ = conn.SetDeadline(time.Time{})
-			h.hc.ReleaseConn(cc)
+			h.client.ReleaseConn(cc)
 		}
 		h.lastUse.Store(time.Now().UnixNano())
 		if err != nil {
@@ -412,7 +412,7 @@ func (c *Client) hostClient(t target) (*hostEntry, error) {
 	if h, ok := c.hosts[k]; ok {
 		return h, nil
 	}
-	h := &hostEntry{hc: &fasthttp.HostClient{
+	h := &hostEntry{client: &fasthttp.HostClient{
 		Addr:                k.addr,
 		IsTLS:               t.tls,
 		TLSConfig:           c.cfg.TLSConfig,
@@ -436,7 +436,7 @@ func (c *Client) hostClient(t target) (*hostEntry, error) {
 func (c *Client) sweepLocked() {
 	cutoff := time.Now().Add(-c.cfg.MaxIdleConnDuration).UnixNano()
 	for k, h := range c.hosts {
-		if h.lastUse.Load() < cutoff && h.hc.ConnsCount() == 0 {
+		if h.lastUse.Load() < cutoff && h.client.ConnsCount() == 0 {
 			delete(c.hosts, k)
 		}
 	}

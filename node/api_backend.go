@@ -45,20 +45,20 @@ func (b apiBackend) Ready() (int, error) {
 	if n.running.Load() == 0 {
 		return 0, api.Errorf(http.StatusServiceUnavailable, "not_running", "crawl loop not running")
 	}
-	if n.cl == nil {
+	if n.cluster == nil {
 		return 0, nil
 	}
-	if !n.cl.Started() || !n.cl.InContact() {
+	if !n.cluster.Started() || !n.cluster.InContact() {
 		return 0, api.Errorf(http.StatusServiceUnavailable, "not_joined", "not in contact with a cluster leader")
 	}
-	return n.cl.Held(), nil
+	return n.cluster.Held(), nil
 }
 
 func (b apiBackend) Status() api.Status { return b.node.Status() }
 
 // PeerStatuses asks every other live member for its own status, 2 s each, in parallel.
 func (b apiBackend) PeerStatuses(ctx context.Context) ([]api.Status, []string, bool) {
-	c := b.node.cl
+	c := b.node.cluster
 	if c == nil || c.Gossip() == nil {
 		return nil, nil, false
 	}
@@ -198,31 +198,31 @@ func (b apiBackend) DeadLetters(limit int) ([]frontier.DeadLetter, int, error) {
 var errStarting = api.Errorf(http.StatusServiceUnavailable, "starting", "the node is still joining its cluster")
 
 func (b apiBackend) Cluster() (any, error) {
-	if !b.node.cl.Started() {
+	if !b.node.cluster.Started() {
 		return nil, errStarting
 	}
 	return b.node.Cluster(), nil
 }
 
 func (b apiBackend) Leave() error {
-	if !b.node.cl.Started() {
+	if !b.node.cluster.Started() {
 		return errStarting
 	}
-	if err := b.node.cl.Leave(); err != nil {
+	if err := b.node.cluster.Leave(); err != nil {
 		return api.Errorf(http.StatusConflict, "cannot_leave", "%v", err)
 	}
 	return nil
 }
 
 func (b apiBackend) Job() api.Job {
-	j := b.node.cl.JobConfig()
+	j := b.node.cluster.JobConfig()
 	e, _ := b.node.effectiveJob(j)
 	return api.Job{Version: j.Version, Effective: e, Paused: j.Paused, BlockedDomains: j.BlockedDomains}
 }
 
 func (b apiBackend) JobWritable() error {
 	select {
-	case <-b.node.cl.Ready(): // the Raft group is up (the API serves before it is)
+	case <-b.node.cluster.Ready(): // the Raft group is up (the API serves before it is)
 		return nil
 	default:
 		return api.Errorf(http.StatusServiceUnavailable, "not_ready", "the cluster is still forming: try again")
@@ -238,8 +238,8 @@ func (b apiBackend) UpdateJob(ctx context.Context, change func(*control.JobConfi
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	for try := 0; ; try++ {
-		n.cl.Refresh()
-		cur := n.cl.JobConfig()
+		n.cluster.Refresh()
+		cur := n.cluster.JobConfig()
 		next := cur
 		if err := change(&next); err != nil {
 			return err
@@ -249,7 +249,7 @@ func (b apiBackend) UpdateJob(ctx context.Context, change func(*control.JobConfi
 			// scope in effect instead, so a patch of other settings leaves it alone.
 			next.Scope = string(n.cfg.Scope)
 		}
-		res, err := n.cl.Apply(ctx, control.SetConfig{Config: next, ExpectVersion: cur.Version, At: n.cfg.Now()})
+		res, err := n.cluster.Apply(ctx, control.SetConfig{Config: next, ExpectVersion: cur.Version, At: n.cfg.Now()})
 		if err != nil {
 			return api.Errorf(http.StatusServiceUnavailable, "not_applied", "%v", err)
 		}
@@ -261,14 +261,14 @@ func (b apiBackend) UpdateJob(ctx context.Context, change func(*control.JobConfi
 			return api.Errorf(http.StatusConflict, res.Code, "%s", res.Error)
 		}
 		for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-			n.cl.Refresh()
-			if n.cl.JobConfig().Version >= res.ConfigVersion {
+			n.cluster.Refresh()
+			if n.cluster.JobConfig().Version >= res.ConfigVersion {
 				break
 			}
 		}
 		break
 	}
-	n.cl.SyncJob()
+	n.cluster.SyncJob()
 	return nil
 }
 
@@ -325,10 +325,10 @@ func (n *Node) Status() api.Status {
 	case n.Paused():
 		st.State = "paused"
 	}
-	if n.cl != nil {
-		st.OutboxLinks = int64(n.cl.Outbox().Queued())
-		st.Partitions = n.cl.Held()
-		if n.cl.Leaving() {
+	if n.cluster != nil {
+		st.OutboxLinks = int64(n.cluster.Outbox().Queued())
+		st.Partitions = n.cluster.Held()
+		if n.cluster.Leaving() {
 			st.State = "draining"
 		}
 	}

@@ -63,7 +63,7 @@ func TestClusterAPIRoutesReads(t *testing.T) {
 	}()
 	nodes := map[string]*Node{"n1": n1, "n2": n2}
 	eventually("leases on both members", func() bool {
-		return n1.cl.Started() && n2.cl.Started() && n1.cl.Held() > 0 && n2.cl.Held() > 0
+		return n1.cluster.Started() && n2.cluster.Started() && n1.cluster.Held() > 0 && n2.cluster.Held() > 0
 	})
 
 	// get asks node at its public API for path and returns the status, the member that
@@ -88,7 +88,7 @@ func TestClusterAPIRoutesReads(t *testing.T) {
 		host := urlnorm.HostKey(c)
 		var holder, other string
 		eventually("an owner of "+host, func() bool {
-			holder, _ = n1.cl.OwnerOf(ring.PartitionOf(host))
+			holder, _ = n1.cluster.OwnerOf(ring.PartitionOf(host))
 			return holder != ""
 		})
 		for name := range nodes {
@@ -98,7 +98,7 @@ func TestClusterAPIRoutesReads(t *testing.T) {
 		}
 		eventually("the host view of "+host+" from "+other, func() bool {
 			code, by, _ := get(nodes[other], "/v1/hosts/"+host)
-			if owner, _ := n1.cl.OwnerOf(ring.PartitionOf(host)); owner != holder && nodes[owner] != nil {
+			if owner, _ := n1.cluster.OwnerOf(ring.PartitionOf(host)); owner != holder && nodes[owner] != nil {
 				holder, other = owner, map[string]string{"n1": "n2", "n2": "n1"}[owner]
 				return false // the lease moved meanwhile: ask again
 			}

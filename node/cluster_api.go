@@ -22,7 +22,7 @@ import (
 // request limit.
 func (n *Node) internalHandler() http.Handler {
 	mux := http.NewServeMux()
-	n.cl.Routes(mux)
+	n.cluster.Routes(mux)
 	mux.HandleFunc("POST "+replica.Path, n.repl.Receive)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "no route %s %s", r.Method, r.URL.Path)
@@ -94,7 +94,7 @@ type LeaseView struct {
 
 // Cluster returns the cluster as this node sees it.
 func (n *Node) Cluster() ClusterView {
-	c := n.cl
+	c := n.cluster
 	leases, members := c.Table()
 	os := c.Outbox().Stats()
 	ts := c.Stats()
@@ -144,8 +144,8 @@ func (n *Node) Cluster() ClusterView {
 
 // TransferStats are this node's cluster transfer counters, for the final log line.
 func (n *Node) TransferStats() []any {
-	os := n.cl.Outbox().Stats()
-	ts := n.cl.Stats()
+	os := n.cluster.Outbox().Stats()
+	ts := n.cluster.Stats()
 	rs := n.repl.Counters()
 	return []any{"forwarded_links", os.SentLinks, "forwarded_bytes", os.SentBytes, "bytes_per_link", fmt.Sprintf("%.1f", os.BytesPerLink),
 		"handoffs", ts.Handoffs, "handoff_bytes", ts.HandoffBytes,
@@ -157,28 +157,28 @@ func (n *Node) TransferStats() []any {
 // GossipAddr is the address peers give to --join to reach this node ("" before Run has
 // started the cluster).
 func (n *Node) GossipAddr() string {
-	if n.cl == nil || !n.cl.Started() {
+	if n.cluster == nil || !n.cluster.Started() {
 		return ""
 	}
-	return n.cl.Gossip().AdvertiseAddr()
+	return n.cluster.Gossip().AdvertiseAddr()
 }
 
 // routeToOwner answers r from the node that holds hostKey's partition, when that is
 // another node; it reports whether it did.
 func (n *Node) routeToOwner(w http.ResponseWriter, r *http.Request, hostKey string) bool {
-	if n.cl == nil || !n.cl.Started() || r.Header.Get(cluster.ForwardedHeader) != "" || hostKey == "" {
+	if n.cluster == nil || !n.cluster.Started() || r.Header.Get(cluster.ForwardedHeader) != "" || hostKey == "" {
 		return false
 	}
-	owner, _ := n.cl.OwnerOf(ring.PartitionOf(hostKey))
-	if owner == "" || owner == n.cl.Self() {
+	owner, _ := n.cluster.OwnerOf(ring.PartitionOf(hostKey))
+	if owner == "" || owner == n.cluster.Self() {
 		return false
 	}
-	base, ok := n.cl.InternalURL(owner)
+	base, ok := n.cluster.InternalURL(owner)
 	if !ok {
 		writeError(w, http.StatusServiceUnavailable, "owner_unreachable", "host %s belongs to %s, which is not reachable now", hostKey, owner)
 		return true
 	}
-	status, body, ctype, err := n.cl.GetRaw(r.Context(), base+r.URL.RequestURI())
+	status, body, ctype, err := n.cluster.GetRaw(r.Context(), base+r.URL.RequestURI())
 	if err != nil {
 		writeError(w, http.StatusBadGateway, "owner_failed", "asking %s: %v", owner, err)
 		return true
@@ -193,14 +193,14 @@ func (n *Node) routeToOwner(w http.ResponseWriter, r *http.Request, hostKey stri
 // askPeers asks every live peer for r (a read this node could not answer) and relays the
 // first 200; it reports whether one answered.
 func (n *Node) askPeers(w http.ResponseWriter, r *http.Request) bool {
-	if n.cl == nil || !n.cl.Started() || r.Header.Get(cluster.ForwardedHeader) != "" {
+	if n.cluster == nil || !n.cluster.Started() || r.Header.Get(cluster.ForwardedHeader) != "" {
 		return false
 	}
-	for _, m := range n.cl.Gossip().Alive() {
-		if m.Name == n.cl.Self() || m.Meta.HTTPAddr == "" {
+	for _, m := range n.cluster.Gossip().Alive() {
+		if m.Name == n.cluster.Self() || m.Meta.HTTPAddr == "" {
 			continue
 		}
-		status, body, ctype, err := n.cl.GetRaw(r.Context(), "http://"+m.Meta.HTTPAddr+r.URL.RequestURI())
+		status, body, ctype, err := n.cluster.GetRaw(r.Context(), "http://"+m.Meta.HTTPAddr+r.URL.RequestURI())
 		if err == nil && status == http.StatusOK {
 			w.Header().Set("Content-Type", ctype)
 			w.Header().Set("X-Crawlnode-Node", m.Name)

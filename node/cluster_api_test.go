@@ -15,7 +15,7 @@ import (
 // /v1/cluster a few ms after the start used to panic on a nil controller). The internal
 // routes' twin is cluster's TestInternalRoutesBeforeStart.
 func TestClusterEndpointsBeforeStart(t *testing.T) {
-	n := &Node{cl: &cluster.Cluster{}}
+	n := &Node{cluster: &cluster.Cluster{}}
 	public := api.New(api.Config{}, apiBackend{n})
 	for _, tc := range []struct {
 		name string

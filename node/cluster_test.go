@@ -99,16 +99,16 @@ func TestClusterInProcess(t *testing.T) {
 	// loops hand it its partitions.
 	clustertest.Eventually(t, 30*time.Second, "n3 registered", func() bool {
 		tc.lead()
-		return n3.cl.Registered("n3")
+		return n3.cluster.Registered("n3")
 	})
 	tc.wait(8 * time.Minute)
-	if n3.cl.Stats().Imports == 0 {
+	if n3.cluster.Stats().Imports == 0 {
 		t.Errorf("the joining node received no partition")
 	}
 	rep := w.Report(simweb.ReportOptions{UserAgent: DefaultUserAgent, DefaultDelay: delay, PerHost: 1})
 	t.Logf("requests %d, coverage %.4f (%d/%d), duplicates %d, handoffs n1 %d n2 %d, imports n3 %d",
 		rep.Requests, rep.Coverage, rep.Reached, rep.MustReach, rep.DuplicateFetches,
-		n1.cl.Stats().Handoffs, n2.cl.Stats().Handoffs, n3.cl.Stats().Imports)
+		n1.cluster.Stats().Handoffs, n2.cluster.Stats().Handoffs, n3.cluster.Stats().Imports)
 	for _, n := range []*testNode{n1, n2, n3} {
 		r := n.repl.Counters()
 		t.Logf("%s replicas: rounds %d, sections from the change log %d, log overflows %d, resets %d", n.Name(), r.Rounds, r.Keyed, r.LogOverflows, r.Resets)
@@ -176,7 +176,7 @@ func TestClusterJoinRebalances(t *testing.T) {
 	n3 := tc.add(0)
 	clustertest.Eventually(t, 30*time.Second, "n3 registered and the ring settled", func() bool {
 		tc.round()
-		return n3.cl.Registered("n3") && tc.settled()
+		return n3.cluster.Registered("n3") && tc.settled()
 	})
 	counts := leaseCounts(n3)
 	if counts["n3"] == 0 || counts["n1"] == 0 || counts["n2"] == 0 || counts["n1"]+counts["n2"]+counts["n3"] != ring.PartitionCount {
@@ -184,14 +184,14 @@ func TestClusterJoinRebalances(t *testing.T) {
 	}
 	var handoffs int64
 	for _, n := range tc.nodes[:2] {
-		handoffs += n.cl.Stats().Handoffs
+		handoffs += n.cluster.Stats().Handoffs
 	}
 	// Every partition n3 holds came from n1 or n2 by a handoff (an import on n3), never by
 	// a forced move.
-	if imp := n3.cl.Stats().Imports; handoffs < int64(counts["n3"]) || imp < int64(counts["n3"]) {
+	if imp := n3.cluster.Stats().Imports; handoffs < int64(counts["n3"]) || imp < int64(counts["n3"]) {
 		t.Errorf("n3 holds %d partitions after %d handoffs and %d imports", counts["n3"], handoffs, imp)
 	}
-	if f := tc.leader().cl.Stats().Forced; f != 0 {
+	if f := tc.leader().cluster.Stats().Forced; f != 0 {
 		t.Errorf("%d leases forced in a join", f)
 	}
 }
@@ -221,21 +221,21 @@ func TestClusterDeathPastGrace(t *testing.T) {
 	}
 	clustertest.Eventually(t, 10*time.Second, "the leader to mark "+victim.Name()+" dead", func() bool {
 		tc.lead()
-		_, dead := ld.cl.DeadSince(victim.Name())
+		_, dead := ld.cluster.DeadSince(victim.Name())
 		return dead
 	})
 	tc.lead()
-	if c := leaseCounts(ld); c[victim.Name()] != held || !ld.cl.Registered(victim.Name()) {
+	if c := leaseCounts(ld); c[victim.Name()] != held || !ld.cluster.Registered(victim.Name()) {
 		t.Fatalf("within the grace: %s holds %d partitions (had %d), registered %v",
-			victim.Name(), c[victim.Name()], held, ld.cl.Registered(victim.Name()))
+			victim.Name(), c[victim.Name()], held, ld.cluster.Registered(victim.Name()))
 	}
 	tc.advance(grace)
 	tc.lead()
 	c := leaseCounts(ld)
-	if ld.cl.Registered(victim.Name()) || c[victim.Name()] != 0 || c[""] != 0 {
-		t.Fatalf("past the grace: %s registered %v, leases %v", victim.Name(), ld.cl.Registered(victim.Name()), c)
+	if ld.cluster.Registered(victim.Name()) || c[victim.Name()] != 0 || c[""] != 0 {
+		t.Fatalf("past the grace: %s registered %v, leases %v", victim.Name(), ld.cluster.Registered(victim.Name()), c)
 	}
-	if f := ld.cl.Stats().Forced; f != int64(held) {
+	if f := ld.cluster.Stats().Forced; f != int64(held) {
 		t.Errorf("%d leases forced, want the %d %s held", f, held, victim.Name())
 	}
 	clustertest.Eventually(t, 20*time.Second, "the survivors settled", func() bool {
@@ -258,7 +258,7 @@ func TestClusterSweepSendsLeftovers(t *testing.T) {
 	var p uint16
 	for i := 0; url == ""; i++ {
 		u := fmt.Sprintf("http://h%d.sim.test/", i)
-		if q, _ := forward.PartitionOfURL(u); func() bool { o, _ := n1.cl.OwnerOf(q); return o == "n2" }() {
+		if q, _ := forward.PartitionOfURL(u); func() bool { o, _ := n1.cluster.OwnerOf(q); return o == "n2" }() {
 			url, p = u, q
 		}
 	}
@@ -275,15 +275,15 @@ func TestClusterSweepSendsLeftovers(t *testing.T) {
 	if !has(n1) {
 		t.Fatalf("partition %d not present on n1 after the add", p)
 	}
-	swept, imports := n1.cl.Stats().Swept, n2.cl.Stats().Imports
+	swept, imports := n1.cluster.Stats().Swept, n2.cluster.Stats().Imports
 	clustertest.Eventually(t, 20*time.Second, fmt.Sprintf("partition %d swept from n1 to n2", p), func() bool {
 		tc.sweep()
 		return !has(n1) && has(n2)
 	})
-	if s := n1.cl.Stats().Swept - swept; s != 1 {
+	if s := n1.cluster.Stats().Swept - swept; s != 1 {
 		t.Errorf("n1 swept %d partitions, want 1", s)
 	}
-	if s := n2.cl.Stats().Imports - imports; s != 1 {
+	if s := n2.cluster.Stats().Imports - imports; s != 1 {
 		t.Errorf("n2 imported %d partitions, want 1", s)
 	}
 }

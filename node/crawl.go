@@ -306,7 +306,7 @@ func (n *Node) admit(ctx context.Context, l *frontier.Lease, ws *workerState) (h
 	if err != nil {
 		return hostKey, nil, frontier.Outcome{Kind: frontier.Drop, Err: "bad url: " + err.Error(), NoRequest: true}, false
 	}
-	if !n.cl.MayFetch(ring.PartitionOf(hostKey)) {
+	if !n.cluster.MayFetch(ring.PartitionOf(hostKey)) {
 		// The lease moved, a handoff holds the partition, or the leader is out of touch:
 		// not ours to fetch now. The fence pauses the partition within 100 ms.
 		n.front.DeferHost(hostKey, 200*time.Millisecond)
@@ -334,7 +334,7 @@ func (n *Node) admit(ctx context.Context, l *frontier.Lease, ws *workerState) (h
 // (shutdown, this node's network down) or a final failure.
 func (n *Node) fetchFailed(ctx context.Context, l *frontier.Lease, hostKey string, sent time.Time, err error, ws *workerState) frontier.Outcome {
 	ws.finished = n.cfg.Now()
-	n.met.fetchLatency.WithLabelValues("error").Observe(ws.finished.Sub(sent).Seconds())
+	n.metrics.fetchLatency.WithLabelValues("error").Observe(ws.finished.Sub(sent).Seconds())
 	if ctx.Err() != nil {
 		// Aborted at shutdown: not an attempt of the server's doing.
 		return frontier.Outcome{Kind: frontier.Requeue}
@@ -382,7 +382,7 @@ func (n *Node) record(ctx context.Context, l *frontier.Lease, hostKey string, re
 		// body returned). Give it that time: the host's delay runs from a moment later.
 		ws.finished = ws.finished.Add(truncatedGrace)
 	}
-	n.met.fetchLatency.WithLabelValues("response").Observe(resp.Finished.Sub(resp.Started).Seconds())
+	n.metrics.fetchLatency.WithLabelValues("response").Observe(resp.Finished.Sub(resp.Started).Seconds())
 	n.stats.bytes.Add(int64(len(resp.RawBody)))
 
 	switch {
@@ -564,7 +564,7 @@ func (n *Node) route1(cands []frontier.Candidate) {
 // route queues candidates through the cluster (cluster.Route): those of partitions held
 // here into the frontier, the others into the outbox for their lease holder.
 func (n *Node) route(ctx context.Context, cands []frontier.Candidate) (frontier.AddResult, int, error) {
-	return n.cl.Route(ctx, cands)
+	return n.cluster.Route(ctx, cands)
 }
 
 // warcLoc is where a response went: loc is the record written for this fetch (response or

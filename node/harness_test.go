@@ -81,7 +81,7 @@ func (tc *testCluster) add(expect int) *testNode {
 	tn := &testNode{Node: n, ctx: ctx, cancel: cancel, errc: make(chan error, 1)}
 	go func() { tn.errc <- n.Run(ctx) }()
 	tc.nodes = append(tc.nodes, tn)
-	clustertest.Eventually(tc.t, 10*time.Second, name+" to start its cluster layer", n.cl.Started)
+	clustertest.Eventually(tc.t, 10*time.Second, name+" to start its cluster layer", n.cluster.Started)
 	return tn
 }
 
@@ -145,7 +145,7 @@ func (tc *testCluster) leader() *testNode {
 	var ld *testNode
 	clustertest.Eventually(tc.t, 10*time.Second, "a leader", func() bool {
 		for _, n := range tc.up() {
-			if n.cl.IsLeader() {
+			if n.cluster.IsLeader() {
 				ld = n
 				return true
 			}
@@ -158,19 +158,19 @@ func (tc *testCluster) leader() *testNode {
 // lead runs the leader's round on the leader now.
 func (tc *testCluster) lead() {
 	tc.t.Helper()
-	tc.leader().cl.Lead()
+	tc.leader().cluster.Lead()
 }
 
 // handoffs starts every running node's handoffs now and waits until they are over.
 func (tc *testCluster) handoffs() {
 	tc.t.Helper()
 	for _, n := range tc.up() {
-		n.cl.Refresh()
-		n.cl.StartHandoffs(n.ctx)
+		n.cluster.Refresh()
+		n.cluster.StartHandoffs(n.ctx)
 	}
 	clustertest.Eventually(tc.t, time.Minute, "handoffs to end", func() bool {
 		for _, n := range tc.up() {
-			if n.cl.Handoffs() > 0 {
+			if n.cluster.Handoffs() > 0 {
 				return false
 			}
 		}
@@ -181,7 +181,7 @@ func (tc *testCluster) handoffs() {
 // sweep runs every running node's sweep now, whenever it last ran.
 func (tc *testCluster) sweep() {
 	for _, n := range tc.up() {
-		n.cl.SweepNow(n.ctx)
+		n.cluster.SweepNow(n.ctx)
 	}
 }
 
@@ -198,9 +198,9 @@ func (tc *testCluster) round() {
 func (tc *testCluster) settled() bool {
 	var first [ring.PartitionCount]string
 	for i, n := range tc.up() {
-		n.cl.Refresh()
-		leases, _ := n.cl.Table()
-		r := n.cl.Ring()
+		n.cluster.Refresh()
+		leases, _ := n.cluster.Table()
+		r := n.cluster.Ring()
 		for p, l := range leases {
 			if l.Owner == "" || l.Owner != r.Owner(uint16(p)) {
 				return false
@@ -218,7 +218,7 @@ func (tc *testCluster) settled() bool {
 // leaseCounts counts the partitions each member holds in n's lease table.
 func leaseCounts(n *testNode) map[string]int {
 	out := map[string]int{}
-	leases, _ := n.cl.Table()
+	leases, _ := n.cluster.Table()
 	for _, l := range leases {
 		out[l.Owner]++
 	}

@@ -22,7 +22,7 @@ import (
 )
 
 // userAgent is the User-Agent in effect.
-func (n *Node) userAgent() string { return *n.ua.Load() }
+func (n *Node) userAgent() string { return *n.agent.Load() }
 
 // effectiveJob merges the job configuration over the node's flags.
 func (n *Node) effectiveJob(j control.JobConfig) (api.JobSettings, error) {
@@ -98,7 +98,7 @@ func (n *Node) applyJobSettings(j control.JobConfig) {
 	}
 	if e.UserAgent != n.userAgent() {
 		ua := e.UserAgent
-		n.ua.Store(&ua)
+		n.agent.Store(&ua)
 		n.client.SetUserAgent(ua)
 	}
 	n.delay.Store(int64(delay))

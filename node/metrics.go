@@ -138,43 +138,43 @@ func (r registrar) frontier(n *Node) {
 func (r registrar) cluster(n *Node) {
 	r.reg.MustRegister(outboxCollector{n})
 	r.counter("handoffs_total", "Partitions this node handed off to their new owner.", nil, func() float64 {
-		if n.cl == nil {
+		if n.cluster == nil {
 			return 0
 		}
-		return float64(n.cl.Stats().Handoffs)
+		return float64(n.cluster.Stats().Handoffs)
 	})
 	r.counter("forwarded_links_total", "Links another node committed to its frontier.", nil, func() float64 {
-		if n.cl == nil {
+		if n.cluster == nil {
 			return 0
 		}
-		return float64(n.cl.Outbox().Stats().SentLinks)
+		return float64(n.cluster.Outbox().Stats().SentLinks)
 	})
 	r.counter("forwarded_bytes_total", "Wire bytes of forwarded link batches.", nil, func() float64 {
-		if n.cl == nil {
+		if n.cluster == nil {
 			return 0
 		}
-		return float64(n.cl.Outbox().Stats().SentBytes)
+		return float64(n.cluster.Outbox().Stats().SentBytes)
 	})
 	r.counter("outbox_head_resets_total", "Outbox drains that found a partition's links counted below where it reads from (a bug: they would never be sent) and read that partition from its start again.", nil, func() float64 {
-		if n.cl == nil {
+		if n.cluster == nil {
 			return 0
 		}
-		return float64(n.cl.Outbox().Stats().HeadResets)
+		return float64(n.cluster.Outbox().Stats().HeadResets)
 	})
 	r.gauge("partitions_held", "Partitions whose lease this node holds.", func() float64 {
-		if n.cl == nil {
+		if n.cluster == nil {
 			return 0
 		}
-		return float64(n.cl.Held())
+		return float64(n.cluster.Held())
 	})
 	r.gauge("raft_leader", "1 while this node is the Raft leader.", func() float64 {
-		if n.cl != nil && n.cl.IsLeader() {
+		if n.cluster != nil && n.cluster.IsLeader() {
 			return 1
 		}
 		return 0
 	})
 	r.gauge("raft_in_contact", "1 while this node has heard from the Raft leader within the lease time (it may fetch).", func() float64 {
-		if n.cl != nil && n.cl.InContact() {
+		if n.cluster != nil && n.cluster.InContact() {
 			return 1
 		}
 		return 0
@@ -228,10 +228,10 @@ var outboxDesc = prometheus.NewDesc("crawlnode_outbox_links", "Links waiting in 
 func (c outboxCollector) Describe(ch chan<- *prometheus.Desc) { ch <- outboxDesc }
 
 func (c outboxCollector) Collect(ch chan<- prometheus.Metric) {
-	if c.n.cl == nil {
+	if c.n.cluster == nil {
 		return
 	}
-	byPeer := c.n.cl.Outbox().Stats().QueuedByPeer
+	byPeer := c.n.cluster.Outbox().Stats().QueuedByPeer
 	if len(byPeer) == 0 {
 		ch <- prometheus.MustNewConstMetric(outboxDesc, prometheus.GaugeValue, 0, "")
 		return

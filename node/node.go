@@ -291,26 +291,26 @@ var ErrBadConfig = cluster.ErrBadConfig
 // crawl loop. Build with New, run with Run, which returns when the crawl is done (with
 // ExitWhenDone) or its context is cancelled.
 type Node struct {
-	cfg    Config
-	log    *slog.Logger
-	dir    *DataDir
-	db     *badger.DB
-	trim   *badgermem.Trimmer // nil if Badger's layout is unknown
-	front  *frontier.Frontier
-	client *fetch.Client
-	warc   *archive.Writer
-	stage  *corpus.Stage
-	ops    ops
-	scope  scope
-	robots *hostCache[*fetch.Robots]
-	tdm    *hostCache[*tdmPolicy]
-	met    *metrics
-	cl     *cluster.Cluster
-	repl   *replica.Replicator    // the node's replication, run by cl
-	ua     atomic.Pointer[string] // the user agent now (the job configuration may change it)
-	delay  atomic.Int64           // the default per-host delay now (ns), likewise
-	bfs    atomic.Bool            // breadth-first order: no OPIC cash (Config.Priority, job)
-	net    netWatch               // this node's own network down: failures not the hosts'
+	cfg         Config
+	log         *slog.Logger
+	dir         *DataDir
+	db          *badger.DB
+	trim        *badgermem.Trimmer // nil if Badger's layout is unknown
+	front       *frontier.Frontier
+	client      *fetch.Client
+	warc        *archive.Writer
+	stage       *corpus.Stage
+	ops         ops
+	scope       scope
+	robots      *hostCache[*fetch.Robots]
+	tdmPolicies *hostCache[*tdmPolicy]
+	metrics     *metrics
+	cluster     *cluster.Cluster
+	repl        *replica.Replicator    // the node's replication, run by cl
+	agent       atomic.Pointer[string] // the user agent now (the job configuration may change it)
+	delay       atomic.Int64           // the default per-host delay now (ns), likewise
+	bfs         atomic.Bool            // breadth-first order: no OPIC cash (Config.Priority, job)
+	net         netWatch               // this node's own network down: failures not the hosts'
 
 	started      time.Time
 	stats        counters
@@ -371,14 +371,14 @@ func New(cfg Config) (*Node, error) {
 	rules.include, _ = compilePatterns(cfg.Include)
 	rules.exclude, _ = compilePatterns(cfg.Exclude)
 	n.scope.rules.Store(rules)
-	n.ua.Store(&cfg.UserAgent)
+	n.agent.Store(&cfg.UserAgent)
 	n.delay.Store(int64(cfg.Delay))
 	if err := n.loadScope(); err != nil {
 		return nil, err
 	}
 	n.robots = newHostCache[*fetch.Robots](100_000)
-	n.tdm = newHostCache[*tdmPolicy](100_000)
-	n.cl, err = cluster.New(cfg.Cluster, cluster.Deps{
+	n.tdmPolicies = newHostCache[*tdmPolicy](100_000)
+	n.cluster, err = cluster.New(cfg.Cluster, cluster.Deps{
 		Self: n.dir.Node, DataDir: n.dir.Path, DB: n.db, Frontier: n.front, Host: clusterHost{n},
 		NewReplication: func(c *cluster.Cluster, interval time.Duration) cluster.Replication {
 			n.repl = n.newReplicator(c, interval, cfg.Logger)
@@ -389,7 +389,7 @@ func New(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n.met = newMetrics(n)
+	n.metrics = newMetrics(n)
 	ok = true
 	return n, nil
 }
@@ -496,16 +496,16 @@ func (n *Node) Run(ctx context.Context) error {
 	defer stopAPI()
 	clusterCtx, stopCluster := context.WithCancel(context.Background())
 	defer stopCluster()
-	if err := n.cl.Start(clusterCtx, n.peerAddr()); err != nil {
-		n.cl.Shutdown()
+	if err := n.cluster.Start(clusterCtx, n.peerAddr()); err != nil {
+		n.cluster.Shutdown()
 		return fmt.Errorf("cluster: %w", err)
 	}
-	defer n.cl.Shutdown()
+	defer n.cluster.Shutdown()
 	defer stopCluster()
 	// Seeds are routed by the lease table: wait (a little) for it, so that a node alone
 	// queues them in its frontier at once; otherwise they wait in the outbox.
 	select {
-	case <-n.cl.Ready():
+	case <-n.cluster.Ready():
 	case <-time.After(15 * time.Second):
 		n.log.Warn("no lease table yet; seeds wait in the outbox until the cluster forms")
 	case <-ctx.Done():
@@ -586,7 +586,7 @@ func (n *Node) crawl(ctx context.Context) (graceful, left bool) {
 	go func() {
 		defer bg.Done()
 		select {
-		case <-n.cl.Left():
+		case <-n.cluster.Left():
 			left = true
 			stopLeasing()
 		case <-leaseCtx.Done():
@@ -631,7 +631,7 @@ func (n *Node) waitDone(ctx context.Context) bool {
 			return n.cfg.MaxPages > 0 && n.stats.fetched.Load() >= n.cfg.MaxPages
 		case <-t.C:
 		}
-		if n.cl != nil && n.cl.Gossip() != nil {
+		if n.cluster != nil && n.cluster.Gossip() != nil {
 			if n.clusterDone(ctx) {
 				return true
 			}
@@ -653,13 +653,13 @@ func (n *Node) waitDone(ctx context.Context) bool {
 func (n *Node) clusterDone(ctx context.Context) bool {
 	prev := int64(-1)
 	for {
-		if n.cl.Done(ctx, &prev) {
+		if n.cluster.Done(ctx, &prev) {
 			break
 		}
 		// Peers are asked over HTTP once a second; a node alone checks itself as often as
 		// a node without a cluster layer does, so a one-node batch crawl exits promptly.
 		wait := time.Second
-		if len(n.cl.Gossip().Alive()) <= 1 {
+		if len(n.cluster.Gossip().Alive()) <= 1 {
 			wait = 200 * time.Millisecond
 		}
 		select {
@@ -668,9 +668,9 @@ func (n *Node) clusterDone(ctx context.Context) bool {
 		case <-time.After(wait):
 		}
 	}
-	n.cl.MarkDone()
+	n.cluster.MarkDone()
 	n.log.Info("the cluster's crawl is done")
-	if len(n.cl.Gossip().Alive()) > 1 {
+	if len(n.cluster.Gossip().Alive()) > 1 {
 		select { // let peers hear it
 		case <-time.After(3 * time.Second):
 		case <-ctx.Done():

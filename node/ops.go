@@ -81,12 +81,12 @@ func (n *Node) saveOpsLocked() error {
 // configuration; this node applies it at once, the others within a second). Fetches in
 // flight finish and are recorded.
 func (n *Node) SetPaused(p bool) error {
-	if n.cl != nil && n.cl.ControlReady() {
+	if n.cluster != nil && n.cluster.ControlReady() {
 		var cmd control.Command = control.Resume{At: time.Now()}
 		if p {
 			cmd = control.Pause{At: time.Now()}
 		}
-		if err := n.cl.ApplyJobCommand(cmd); err != nil {
+		if err := n.cluster.ApplyJobCommand(cmd); err != nil {
 			return err
 		}
 	}
@@ -134,12 +134,12 @@ func (n *Node) SetBlocked(domain string, block bool) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if n.cl != nil && n.cl.ControlReady() {
+	if n.cluster != nil && n.cluster.ControlReady() {
 		var cmd control.Command = control.UnblockDomain{Domain: d, At: time.Now()}
 		if block {
 			cmd = control.BlockDomain{Domain: d, At: time.Now()}
 		}
-		if err := n.cl.ApplyJobCommand(cmd); err != nil {
+		if err := n.cluster.ApplyJobCommand(cmd); err != nil {
 			return "", err
 		}
 	}

@@ -26,7 +26,7 @@ func writeError(w http.ResponseWriter, status int, code, format string, a ...any
 
 // apiConfig is the public API's configuration.
 func (n *Node) apiConfig() api.Config {
-	return api.Config{Token: n.cfg.APIToken, Pprof: n.cfg.Pprof, Metrics: n.met.handler(), Logger: n.log}
+	return api.Config{Token: n.cfg.APIToken, Pprof: n.cfg.Pprof, Metrics: n.metrics.handler(), Logger: n.log}
 }
 
 // handler is the public API; withInternal adds the node-to-node endpoints under

@@ -24,8 +24,8 @@ func TestAPIHandlerWiring(t *testing.T) {
 		return rec.Code
 	}
 	handler := func(cfg Config, withInternal bool) http.Handler {
-		n := &Node{cfg: cfg, cl: &cluster.Cluster{}}
-		n.met = &metrics{reg: prometheus.NewRegistry()}
+		n := &Node{cfg: cfg, cluster: &cluster.Cluster{}}
+		n.metrics = &metrics{reg: prometheus.NewRegistry()}
 		return n.handler(withInternal)
 	}
 	for _, tc := range []struct {

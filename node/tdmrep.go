@@ -100,12 +100,12 @@ func parseTDMRep(body []byte, now time.Time) *tdmPolicy {
 func (n *Node) tdmFor(ctx context.Context, scheme, hostKey string, rules *fetch.Robots, ws *workerState) (*tdmPolicy, frontier.Outcome, bool) {
 	key := scheme + "://" + hostKey
 	now := n.cfg.Now()
-	if p, ok := n.tdm.get(key); ok && !p.expired(now) {
+	if p, ok := n.tdmPolicies.get(key); ok && !p.expired(now) {
 		return p, frontier.Outcome{}, true
 	}
 	meta := n.hostMeta(hostKey)
 	if p, ok := meta.TDM[scheme]; ok && p != nil && !p.expired(now) {
-		n.tdm.put(key, p)
+		n.tdmPolicies.put(key, p)
 		return p, frontier.Outcome{}, true
 	}
 	url := key + tdmPath
@@ -144,7 +144,7 @@ func (n *Node) tdmFor(ctx context.Context, scheme, hostKey string, rules *fetch.
 	}
 	meta.TDM[scheme] = p
 	n.saveHostMeta(hostKey, meta)
-	n.tdm.put(key, p)
+	n.tdmPolicies.put(key, p)
 	if ws.finished.IsZero() {
 		// Nothing was sent (robots.txt disallows the file): the URL goes on at once.
 		return p, frontier.Outcome{}, true

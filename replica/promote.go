@@ -58,7 +58,7 @@ func (r *Replicator) releaseOutboxSlot(slot uint16) {
 // promote imports the copies whose source lost the partition while gone, and drops the
 // copies nobody needs.
 func (r *Replicator) promote(ctx context.Context) {
-	c := r.c
+	c := r.cluster
 	if !c.InContact() {
 		return
 	}
@@ -118,7 +118,7 @@ func (r *Replicator) promote(ctx context.Context) {
 // or left. The copy of a source that is alive but has sent nothing here for
 // replicaStaleAfter (its outbox went to another backup) is dropped, on full passes.
 func (r *Replicator) promoteOutbox(slot uint16, states map[string]gossip.Member, full bool) {
-	c := r.c
+	c := r.cluster
 	m, ok := r.meta(slot)
 	if !ok {
 		return
@@ -192,7 +192,7 @@ func (r *Replicator) drop(p uint16, why string) {
 // holds p's lease the partition is held (no fetching) during the import; if another node
 // does, the sweep ships the merged partition to it.
 func (r *Replicator) importCopy(ctx context.Context, p uint16, m copyMeta) error {
-	c := r.c
+	c := r.cluster
 	if owner, _ := c.OwnerOf(p); owner == r.self {
 		if err := c.Hold(ctx, p, 15*time.Second); err != nil {
 			return err

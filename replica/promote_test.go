@@ -163,7 +163,7 @@ func TestPromote(t *testing.T) {
 	here, hereDB := openMemFrontier(t, partOf)
 	fc := &fakeCluster{owner: map[uint16]string{pLost: "n1", pMoved: "n1"}, alive: map[string]bool{"n1": true, "n2": true}}
 	bak := newReplicator(Config{Self: "n2", DB: hereDB, Frontier: here, Interval: time.Second})
-	bak.c = fc
+	bak.cluster = fc
 	if ans := round(t, snd, bak, pLost, pMoved); len(ans.Applied) != 2 {
 		t.Fatalf("round: %+v", ans)
 	}

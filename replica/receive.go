@@ -333,7 +333,7 @@ func (r *Replicator) Blocked() map[uint16]bool {
 	if len(copies) == 0 {
 		return nil
 	}
-	alive := r.c.Alive()
+	alive := r.cluster.Alive()
 	out := map[uint16]bool{}
 	for p, src := range copies {
 		if isOutboxSlot(p) {

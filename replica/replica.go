@@ -72,7 +72,7 @@ type replOut struct {
 
 // Replicator is a node's replication: sending its partitions and keeping copies of others'.
 type Replicator struct {
-	c        Cluster
+	cluster  Cluster
 	log      *slog.Logger
 	now      func() time.Time
 	front    *frontier.Frontier
@@ -100,7 +100,7 @@ type Replicator struct {
 	outboxes       map[string]uint16
 	lastStaleCheck time.Time // promote's last pass over every copy's meta
 
-	zw *zstd.Encoder // send's, reused (sends are sequential)
+	encoder *zstd.Encoder // send's, reused (sends are sequential)
 
 	// snap is the read snapshot a round's exports read, every partition and the outbox
 	// of every backup's request alike, and snapAt when it was taken. Set by round for all
@@ -202,7 +202,7 @@ type Config struct {
 // New builds a replicator; Run starts it.
 func New(cfg Config, c Cluster) *Replicator {
 	r := newReplicator(cfg)
-	r.c = c
+	r.cluster = c
 	r.export = r.exportView
 	r.stillHeld = func(p uint16) bool {
 		if isOutboxSlot(p) {

@@ -31,7 +31,7 @@ const (
 // backups maps each partition this node holds (and may send: no handoff under way) to
 // its backup.
 func (r *Replicator) backups() map[string][]uint16 {
-	c := r.c
+	c := r.cluster
 	if !c.InContact() {
 		return nil
 	}
@@ -206,7 +206,7 @@ type answer struct {
 
 // send streams the deltas of parts to backup b and records what b acknowledged.
 func (r *Replicator) send(ctx context.Context, b string, parts []uint16, phase int) error {
-	base, ok := r.c.InternalURL(b)
+	base, ok := r.cluster.InternalURL(b)
 	if !ok {
 		return fmt.Errorf("no address for %s", b)
 	}
@@ -218,14 +218,14 @@ func (r *Replicator) send(ctx context.Context, b string, parts []uint16, phase i
 		defer close(encDone)
 		// Rounds go out one at a time: one encoder, reset per request.
 		var err error
-		if r.zw == nil {
-			r.zw, err = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1), zstd.WithWindowSize(1<<20))
+		if r.encoder == nil {
+			r.encoder, err = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1), zstd.WithWindowSize(1<<20))
 			if err != nil {
 				pw.CloseWithError(err)
 				return
 			}
 		}
-		zw := r.zw
+		zw := r.encoder
 		zw.Reset(cw)
 		bw := bufio.NewWriterSize(zw, 64<<10)
 		err = r.encodePhase(bw, parts, phase, func(p uint16, v uint64, at time.Time) { versions[p] = sent{v, at} })
@@ -244,7 +244,7 @@ func (r *Replicator) send(ctx context.Context, b string, parts []uint16, phase i
 		return err
 	}
 	req.Header.Set("Content-Type", "application/x-crawlnode-replica")
-	resp, err := r.c.Do(req)
+	resp, err := r.cluster.Do(req)
 	pr.CloseWithError(errors.New("request over"))
 	<-encDone // the encoder is free again, and versions complete
 	if err != nil {
