@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"github.com/crawlnode/crawlnode/internal/clustertest"
+
 	"net/http"
 	"os/exec"
 	"path/filepath"
@@ -83,7 +85,7 @@ func TestOperatorControls(t *testing.T) {
 	if out, err := cli("resume"); err != nil {
 		t.Fatalf("resume: %v %s", err, out)
 	}
-	waitFor(t, 10*time.Second, func() bool { return requestsSince(resumed, "") > 0 }, "requests after resume")
+	clustertest.Eventually(t, 10*time.Second, "requests after resume", func() bool { return requestsSince(resumed, "") > 0 })
 
 	// Block one host's domain: no request to it; the others go on. Then unblock.
 	const blocked = "h1.sim.test"
@@ -108,7 +110,7 @@ func TestOperatorControls(t *testing.T) {
 	if out, err := cli("unblock", blocked); err != nil {
 		t.Fatalf("unblock: %v %s", err, out)
 	}
-	waitFor(t, 15*time.Second, func() bool { return requestsSince(unblocked, blocked) > 0 }, "requests to the unblocked host")
+	clustertest.Eventually(t, 15*time.Second, "requests to the unblocked host", func() bool { return requestsSince(unblocked, blocked) > 0 })
 
 	// Read-only views.
 	var hv struct {
@@ -148,17 +150,6 @@ func TestOperatorControls(t *testing.T) {
 			rep.RobotsViolations, rep.BeforeRobots, rep.PolitenessViolations, first(rep.PolitenessSamples, 5), rep.DuplicateFetches, rep.RetryAfterIgnored)
 	}
 	t.Logf("operator controls: paused and blocked windows quiet; top hosts %v", top.Hosts)
-}
-
-func waitFor(t *testing.T, d time.Duration, cond func() bool, what string) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s within %s", what, d)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 // TestScope seeds two hosts of a web whose pages link across all hosts, with
@@ -239,10 +230,10 @@ func TestSeedCrawlDepth(t *testing.T) {
 		PagesCrawled   int64 `json:"pages_crawled"`
 		ExtractBacklog int64 `json:"extract_backlog"`
 	}
-	waitFor(t, 2*time.Minute, func() bool {
+	clustertest.Eventually(t, 2*time.Minute, "a settled crawl", func() bool {
 		getJSON(t, api+"/v1/crawl/status", &st)
 		return st.PagesCrawled > 0 && st.PagesQueued == 0 && st.InFlight == 0 && st.RetryPending == 0
-	}, "a settled crawl")
+	})
 	home, ok := w.Page("http://h1.sim.test/")
 	if !ok {
 		t.Fatal("simweb has no h1 home page")
