@@ -1,0 +1,395 @@
+package archive
+
+import (
+	"bufio"
+	"bytes"
+	stdgzip "compress/gzip"
+	"crypto/sha1"
+	"encoding/base32"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestSURT(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{"http://www.archive.org/index.html", "org,archive)/index.html"},
+		{"http://archive.org/", "org,archive)/"},
+		{"http://archive.org", "org,archive)/"},
+		{"http://archive.org/goo/?", "org,archive)/goo"},
+		{"http://archive.org/goo/?b&a", "org,archive)/goo?a&b"},
+		{"http://archive.org/goo/?a=2&b&a=1", "org,archive)/goo?a=1&a=2&b"},
+		{"http://archive.org:8080/", "org,archive:8080)/"},
+		{"http://archive.org:80/", "org,archive)/"},
+		{"https://www.example.com:443/", "com,example)/"},
+		{"https://example.com:80/", "com,example:80)/"},
+		{"http://www12.example.com/", "com,example)/"},
+		{"http://wwwexample.com/", "com,wwwexample)/"},
+		{"http://192.168.1.254/info/", "192.168.1.254)/info"},
+		{"http://[::1]:8080/x", "[::1]:8080)/x"},
+		{"http://Example.COM/Foo/Bar", "com,example)/foo/bar"},
+		{"HTTP://EXAMPLE.COM/Q?B=1&A=2", "com,example)/q?a=2&b=1"},
+		{"http://user:pass@example.com/", "com,example)/"},
+		{"http://example.com/a/./b/../c#frag", "com,example)/a/c"},
+		{"http://bücher.de/", "de,xn--bcher-kva)/"},
+		{"http://www.bücher.de/Straße", "de,xn--bcher-kva)/stra%c3%9fe"},
+		{"http://example.com/%7Efoo", "com,example)/~foo"},
+		{"http://example.com/%257Efoo", "com,example)/~foo"},
+		{"http://example.com/a%20b", "com,example)/a%20b"},
+		{"http://example.com/100%", "com,example)/100%25"},
+		{"example.com/x", "com,example)/x"},
+		{"http://example.com/x;jsessionid=0123456789abcdef", "com,example)/x"},
+		{"http://example.com/x?jsessionid=0123456789abcdef&a=1", "com,example)/x?a=1"},
+		{"http://example.com/x?a=1&&b=2", "com,example)/x?a=1&b=2"},
+		{"http://a.b.c.example.co.uk/", "uk,co,example,c,b,a)/"},
+	}
+	for _, c := range cases {
+		if got := SURT(c.in); got != c.want {
+			t.Errorf("SURT(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+// specRecord is a WARC record as read by hand from the gzip member at an offset: written from
+// ISO 28500 and RFC 1952 with the standard library's gzip, not with this package's reader.
+type specRecord struct {
+	typ, uri, date, payloadDigest string
+	status                        int
+	contentType                   string
+	payload                       []byte
+}
+
+func readSpecRecord(t *testing.T, path string, off, length int64) specRecord {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	raw := make([]byte, length)
+	if _, err := f.ReadAt(raw, off); err != nil {
+		t.Fatalf("%s: read %d bytes at %d: %v", path, length, off, err)
+	}
+	zr, err := stdgzip.NewReader(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatalf("%s@%d: not a gzip member: %v", path, off, err)
+	}
+	zr.Multistream(false)
+	data, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatalf("%s@%d: gunzip: %v", path, off, err)
+	}
+	// The member must be exactly length bytes: nothing after the gzip trailer.
+	if rest, _ := io.ReadAll(zr); len(rest) != 0 {
+		t.Fatalf("%s@%d: more than one member in %d bytes", path, off, length)
+	}
+	head, block, ok := bytes.Cut(data, []byte("\r\n\r\n"))
+	if !ok {
+		t.Fatalf("%s@%d: no end of WARC header", path, off)
+	}
+	lines := strings.Split(string(head), "\r\n")
+	if !strings.HasPrefix(lines[0], "WARC/1.") {
+		t.Fatalf("%s@%d: version line %q", path, off, lines[0])
+	}
+	h := map[string]string{}
+	for _, l := range lines[1:] {
+		k, v, _ := strings.Cut(l, ":")
+		h[strings.ToLower(k)] = strings.TrimSpace(v)
+	}
+	n, _ := strconv.Atoi(h["content-length"])
+	if len(block) != n+4 || !bytes.HasSuffix(block, []byte("\r\n\r\n")) {
+		t.Fatalf("%s@%d: block of %d bytes, Content-Length %d", path, off, len(block)-4, n)
+	}
+	block = block[:n]
+	r := specRecord{typ: h["warc-type"], uri: h["warc-target-uri"], date: h["warc-date"], payloadDigest: h["warc-payload-digest"]}
+	httpHead, body, _ := bytes.Cut(block, []byte("\r\n\r\n"))
+	hl := strings.Split(string(httpHead), "\r\n")
+	if f := strings.Fields(hl[0]); len(f) >= 2 && strings.HasPrefix(f[0], "HTTP/") {
+		r.status, _ = strconv.Atoi(f[1])
+	}
+	for _, l := range hl[1:] {
+		if k, v, ok := strings.Cut(l, ":"); ok && strings.EqualFold(k, "Content-Type") {
+			r.contentType, _, _ = strings.Cut(strings.TrimSpace(v), ";")
+		}
+	}
+	r.payload = body
+	return r
+}
+
+func sha1B32(b []byte) string {
+	s := sha1.Sum(b)
+	return "sha1:" + base32.StdEncoding.EncodeToString(s[:])
+}
+
+// checkIndexFile reads path's CDXJ file and checks every line against the WARC record found
+// by hand at its offset; it returns the lines.
+func checkIndexFile(t *testing.T, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path + IndexSuffix)
+	if err != nil {
+		t.Fatalf("index of %s: %v", filepath.Base(path), err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	if !slices.IsSorted(lines) {
+		t.Fatalf("%s: lines not sorted", path+IndexSuffix)
+	}
+	for _, l := range lines {
+		key, rest, _ := strings.Cut(l, " ")
+		ts, js, _ := strings.Cut(rest, " ")
+		var f map[string]string // pywb writes every field as a JSON string
+		if err := json.Unmarshal([]byte(js), &f); err != nil {
+			t.Fatalf("line %q: %v", l, err)
+		}
+		off, _ := strconv.ParseInt(f["offset"], 10, 64)
+		n, _ := strconv.ParseInt(f["length"], 10, 64)
+		if f["filename"] != filepath.Base(path) {
+			t.Fatalf("line %q names file %q", l, f["filename"])
+		}
+		r := readSpecRecord(t, path, off, n)
+		if r.uri != f["url"] || SURT(r.uri) != key {
+			t.Fatalf("line %q: record at %d has uri %q", l, off, r.uri)
+		}
+		if d, _ := time.Parse(time.RFC3339, r.date); d.UTC().Format("20060102150405") != ts {
+			t.Fatalf("line %q: record date %s", l, r.date)
+		}
+		if strconv.Itoa(r.status) != f["status"] || r.payloadDigest != f["digest"] {
+			t.Fatalf("line %q: record status %d digest %q", l, r.status, r.payloadDigest)
+		}
+		switch r.typ {
+		case "response":
+			if sha1B32(r.payload) != f["digest"] || r.contentType != f["mime"] {
+				t.Fatalf("line %q: payload digest %s, content type %q", l, sha1B32(r.payload), r.contentType)
+			}
+		case "revisit":
+			if f["mime"] != "warc/revisit" {
+				t.Fatalf("revisit line %q: mime %q", l, f["mime"])
+			}
+		default:
+			t.Fatalf("line %q points at a %s record", l, r.typ)
+		}
+	}
+	return lines
+}
+
+var oddURLs = []string{
+	"http://bücher.example/Straße?b=2&a=1",
+	"http://Example.COM:8080/A/B?Z=1&y=2",
+	"https://www.example.com:443/x/",
+	"http://www.example.com/search?q=a%20b&lang=en#top",
+	"http://192.0.2.7/ip",
+	"http://example.com/",
+}
+
+// writeIndexedCrawl writes responses (odd URLs among them), a truncated response and revisits
+// across several files; it returns the locations of the main records.
+func writeIndexedCrawl(t *testing.T, w *Writer) []Location {
+	t.Helper()
+	var locs []Location
+	for i := range 40 {
+		ex := exchange(i, 900+i*37)
+		if i < len(oddURLs) {
+			ex.URL = oddURLs[i]
+		}
+		if i == 7 {
+			ex.Truncated = "length"
+		}
+		if i%10 == 9 {
+			ex.ResponseHeader = []byte("HTTP/1.1 404 Not Found\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n")
+		}
+		loc, digest, err := w.WriteExchange(ex)
+		if err != nil {
+			t.Fatal(err)
+		}
+		locs = append(locs, loc)
+		if i%5 == 0 {
+			rv := exchange(100+i, 0)
+			rv.ResponseHeader = []byte("HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n")
+			loc, err := w.WriteRevisit(rv, Revisit{Profile: ProfileIdenticalPayloadDigest, RefersToURI: ex.URL,
+				RefersToDate: ex.Date, PayloadDigest: digest})
+			if err != nil {
+				t.Fatal(err)
+			}
+			locs = append(locs, loc)
+		}
+	}
+	return locs
+}
+
+func TestCDXJWrittenAtCloseMatchesRecords(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(dir)
+	cfg.MaxFileSize = 16 << 10
+	w := mustOpen(t, cfg)
+	locs := writeIndexedCrawl(t, w)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	files := warcFiles(t, dir)
+	if len(files) < 3 {
+		t.Fatalf("want rotation into several files, got %d", len(files))
+	}
+	found := map[Location]bool{}
+	total := 0
+	for _, p := range files {
+		for _, l := range checkIndexFile(t, p) {
+			_, _, e, err := ParseIndexLine(l)
+			if err != nil {
+				t.Fatal(err)
+			}
+			found[Location{File: e.Filename, Offset: e.Offset, Length: e.Length}] = true
+			total++
+		}
+		// A rebuilt index equals the one written at close, byte for byte.
+		rebuilt, err := IndexLines(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := os.ReadFile(p + IndexSuffix)
+		if got := strings.Join(rebuilt, "\n") + "\n"; got != string(b) {
+			t.Fatalf("%s: rebuilt index differs:\n%s\nwritten:\n%s", filepath.Base(p), got, b)
+		}
+	}
+	if total != len(locs) {
+		t.Fatalf("%d index lines, %d records written", total, len(locs))
+	}
+	for _, l := range locs {
+		if !found[l] {
+			t.Fatalf("record at %+v has no index line", l)
+		}
+	}
+}
+
+func TestCDXJRebuiltOnOpenAndAfterCrash(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(dir)
+	cfg.MaxFileSize = 16 << 10
+	w := mustOpen(t, cfg)
+	writeIndexedCrawl(t, w)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	files := warcFiles(t, dir)
+	want := map[string][]byte{}
+	for _, p := range files {
+		want[p], _ = os.ReadFile(p + IndexSuffix)
+	}
+	// An old data dir: indexes missing. The newest file gets a torn tail, as a crash leaves.
+	for _, p := range files {
+		if err := os.Remove(p + IndexSuffix); err != nil {
+			t.Fatal(err)
+		}
+	}
+	last := files[len(files)-1]
+	appendBytes(t, last, []byte{0x1f, 0x8b, 0x08, 0, 0, 0})
+	w = mustOpen(t, cfg)
+	// Closed files are re-indexed in the background; Close would stop that between files.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		n := 0
+		for _, p := range files[:len(files)-1] {
+			if _, err := os.Stat(p + IndexSuffix); err == nil {
+				n++
+			}
+		}
+		if n == len(files)-1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d missing indexes rebuilt", n, len(files)-1)
+		}
+	}
+	ws := writeN(t, w, 500, 1, 300) // appended to the adopted newest file
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range files[:len(files)-1] {
+		got, err := os.ReadFile(p + IndexSuffix)
+		if err != nil || !bytes.Equal(got, want[p]) {
+			t.Fatalf("%s: rebuilt index differs (err %v)", filepath.Base(p), err)
+		}
+	}
+	lines := checkIndexFile(t, last)
+	if ws[0].loc.File != filepath.Base(last) || len(lines) != bytes.Count(want[last], []byte("\n"))+1 {
+		t.Fatalf("adopted file %s: %d lines, wrote to %s", filepath.Base(last), len(lines), ws[0].loc.File)
+	}
+}
+
+func TestCDXJCorruptFileNamesFileAndOffset(t *testing.T) {
+	dir := t.TempDir()
+	w := mustOpen(t, testConfig(dir))
+	ws := writeN(t, w, 0, 5, 2000)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, ws[2].loc.File)
+	b, _ := os.ReadFile(path)
+	b[ws[2].loc.Offset+ws[2].loc.Length/2] ^= 0xff
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := IndexLines(path)
+	var d Damage
+	if !errors.As(err, &d) || !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("want a Damage wrapping ErrCorrupt, got %v", err)
+	}
+	if d.File != path || d.Offset != ws[2].loc.Offset {
+		t.Fatalf("damage at %s@%d, want %s@%d", d.File, d.Offset, path, ws[2].loc.Offset)
+	}
+	if !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), strconv.FormatInt(d.Offset, 10)) {
+		t.Fatalf("error %q does not name the file and the offset", err)
+	}
+	if err := RebuildIndex(path); err == nil {
+		t.Fatal("rebuilding the index of a corrupt file succeeded")
+	}
+}
+
+func TestMergeIndexes(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(dir)
+	cfg.MaxFileSize = 16 << 10
+	w := mustOpen(t, cfg)
+	writeIndexedCrawl(t, w)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	files := warcFiles(t, dir)
+	var all []string
+	for _, p := range files {
+		all = append(all, checkIndexFile(t, p)...)
+	}
+	// One file without its index (built on the fly), one damaged file without an index.
+	if err := os.Remove(files[1] + IndexSuffix); err != nil {
+		t.Fatal(err)
+	}
+	bad := filepath.Join(dir, "bad-20250304050607-00099-n1.warc.gz")
+	if err := os.WriteFile(bad, []byte("not a warc file"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	var skipped []string
+	n, err := MergeIndexes(&out, append(files, bad), func(p string, err error) {
+		skipped = append(skipped, fmt.Sprintf("%s: %v", p, err))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(skipped) != 1 || !strings.Contains(skipped[0], bad) || !strings.Contains(skipped[0], "offset 0") {
+		t.Fatalf("skipped %q", skipped)
+	}
+	var got []string
+	sc := bufio.NewScanner(&out)
+	for sc.Scan() {
+		got = append(got, sc.Text())
+	}
+	slices.Sort(all)
+	if int(n) != len(all) || !slices.Equal(got, all) {
+		t.Fatalf("merged %d lines (%d returned), want %d sorted", len(got), n, len(all))
+	}
+}
