@@ -52,6 +52,8 @@ const (
 	ExportJSONL ExportFormat = "jsonl" // the text corpus, one JSON record a line (zstd when out ends in .zst)
 	ExportWARC  ExportFormat = "warc"  // every WARC file, concatenated (gzip members stay valid)
 	ExportURLs  ExportFormat = "urls"  // url, status, date, WARC file and offset, tab-separated
+	ExportCDXJ  ExportFormat = "cdxj"  // the CDXJ index of every WARC file, merged and sorted
+	ExportWACZ  ExportFormat = "wacz"  // WARC files, their CDXJ index and a page list as WACZ 1.1
 )
 
 // ExportOptions say what to export.
@@ -105,8 +107,12 @@ func Export(o ExportOptions) (ExportStats, error) {
 		err = exportWARC(dir, bw, &st)
 	case ExportURLs:
 		err = exportURLs(dir, bw, &st)
+	case ExportCDXJ:
+		err = exportCDXJ(dir, bw, &st)
+	case ExportWACZ:
+		err = exportWACZ(dir, bw, &st)
 	default:
-		err = fmt.Errorf("%w: export format %q: want jsonl, warc or urls", ErrBadConfig, o.Format)
+		err = fmt.Errorf("%w: export format %q: want jsonl, warc, urls, cdxj or wacz", ErrBadConfig, o.Format)
 	}
 	if ferr := bw.Flush(); err == nil {
 		err = ferr
