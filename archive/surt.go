@@ -122,7 +122,9 @@ func surtHost(host string) string {
 	if a, err := idna.Punycode.ToASCII(host); err == nil {
 		host = a
 	}
-	host = wwwLabel.ReplaceAllString(host, "")
+	if strings.HasPrefix(host, "www") {
+		host = wwwLabel.ReplaceAllString(host, "")
+	}
 	labels := strings.Split(host, ".")
 	for i, j := 0, len(labels)-1; i < j; i, j = i+1, j-1 {
 		labels[i], labels[j] = labels[j], labels[i]
@@ -158,7 +160,9 @@ func surtPath(p string) string {
 	}
 	p = "/" + strings.Join(out, "/")
 	p = escapeMinimal(p)
-	p = pathSessionID.ReplaceAllString(p, "")
+	if strings.Contains(p, ";") {
+		p = pathSessionID.ReplaceAllString(p, "")
+	}
 	if len(p) > 1 {
 		p = strings.TrimSuffix(p, "/")
 	}
@@ -186,6 +190,9 @@ func surtQuery(q string) string {
 		}
 		drop := false
 		for _, re := range querySessionIDs {
+			if !mayBeSessionID(a) {
+				break
+			}
 			if re.MatchString(a) {
 				drop = true
 				break
@@ -197,6 +204,18 @@ func surtQuery(q string) string {
 	}
 	sort.Strings(kept)
 	return strings.Join(kept, "&")
+}
+
+// mayBeSessionID is a cheap filter before the session-id patterns.
+func mayBeSessionID(arg string) bool {
+	if len(arg) < 5 {
+		return false
+	}
+	switch arg[0] | 0x20 {
+	case 'j', 'p', 's', 'a', 'c':
+		return true
+	}
+	return false
 }
 
 // unescapeRepeatedly percent-decodes s until it no longer changes; invalid escapes stay.
