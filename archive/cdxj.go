@@ -201,7 +201,7 @@ func writeIndexFile(path string, lines []string) error {
 
 // IndexLines reads the WARC file at path and returns its CDXJ lines, sorted. A damaged file
 // gives a Damage error naming the file and the offset of the first unreadable member (it
-// wraps ErrCorrupt or ErrTruncated); no lines are returned then.
+// wraps ErrCorrupt or ErrTruncated), with the lines of the records before it.
 func IndexLines(path string) ([]string, error) {
 	name := filepath.Base(path)
 	var lines []string
@@ -211,18 +211,19 @@ func IndexLines(path string) ([]string, error) {
 		}
 		return nil
 	})
+	slices.Sort(lines)
 	if err != nil {
 		if isDamage(err) {
-			return nil, Damage{File: path, Offset: goodEnd, Resume: -1, Err: err}
+			return lines, Damage{File: path, Offset: goodEnd, Resume: -1, Err: err}
 		}
 		return nil, err
 	}
-	slices.Sort(lines)
 	return lines, nil
 }
 
 // RebuildIndex (re)writes the CDXJ index beside the WARC file at path (path + IndexSuffix)
-// from the file's records. Errors as IndexLines; on error no index is written.
+// from the file's records. Errors as IndexLines; on error no index is written (a partial one
+// would hide the damage).
 func RebuildIndex(path string) error {
 	lines, err := IndexLines(path)
 	if err != nil {
@@ -232,7 +233,8 @@ func RebuildIndex(path string) error {
 }
 
 // WriteIndex writes the sorted CDXJ lines of the WARC file at path to w: from its index
-// file when there is one, else read from the WARC file (errors as IndexLines).
+// file when there is one, else read from the WARC file. On damage it writes the lines of the
+// records before it and returns the Damage (see IndexLines).
 func WriteIndex(path string, w io.Writer) error {
 	f, err := os.Open(path + IndexSuffix)
 	if err == nil {
@@ -246,7 +248,7 @@ func WriteIndex(path string, w io.Writer) error {
 		return ioErr("open", path+IndexSuffix, err)
 	}
 	lines, err := IndexLines(path)
-	if err != nil {
+	if err != nil && !isDamage(err) {
 		return err
 	}
 	bw := bufio.NewWriter(w)
@@ -254,5 +256,8 @@ func WriteIndex(path string, w io.Writer) error {
 		bw.WriteString(l)
 		bw.WriteByte('\n')
 	}
-	return bw.Flush()
+	if ferr := bw.Flush(); ferr != nil {
+		return ferr
+	}
+	return err
 }

@@ -334,7 +334,7 @@ func TestCDXJCorruptFileNamesFileAndOffset(t *testing.T) {
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err := IndexLines(path)
+	lines, err := IndexLines(path)
 	var d Damage
 	if !errors.As(err, &d) || !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("want a Damage wrapping ErrCorrupt, got %v", err)
@@ -344,6 +344,16 @@ func TestCDXJCorruptFileNamesFileAndOffset(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), strconv.FormatInt(d.Offset, 10)) {
 		t.Fatalf("error %q does not name the file and the offset", err)
+	}
+	// The lines of the records before the damage come with the error.
+	if len(lines) != 2 {
+		t.Fatalf("%d lines before the damage, want 2", len(lines))
+	}
+	for _, l := range lines {
+		_, _, e, _ := ParseIndexLine(l)
+		if e.Offset != ws[0].loc.Offset && e.Offset != ws[1].loc.Offset {
+			t.Fatalf("line %q is not one of the records before the damage", l)
+		}
 	}
 	if err := RebuildIndex(path); err == nil {
 		t.Fatal("rebuilding the index of a corrupt file succeeded")
@@ -372,15 +382,34 @@ func TestMergeIndexes(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("not a warc file"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// A copy of a file without an index, cut inside its last response or revisit: the
+	// records before the cut are merged.
+	orig := checkIndexFile(t, files[2])
+	var lastOff int64
+	for _, l := range orig {
+		_, _, e, _ := ParseIndexLine(l)
+		lastOff = max(lastOff, e.Offset)
+	}
+	b, _ := os.ReadFile(files[2])
+	cutCopy := filepath.Join(dir, "cut-20250304050607-00098-n1.warc.gz")
+	if err := os.WriteFile(cutCopy, b[:lastOff+10], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	partial, err := IndexLines(cutCopy)
+	if len(partial) != len(orig)-1 || !errors.Is(err, ErrTruncated) {
+		t.Fatalf("cut copy: %d lines of %d, err %v", len(partial), len(orig), err)
+	}
+	all = append(all, partial...)
 	var out bytes.Buffer
 	var skipped []string
-	n, err := MergeIndexes(&out, append(files, bad), func(p string, err error) {
+	n, err := MergeIndexes(&out, append(files, bad, cutCopy), func(p string, err error) {
 		skipped = append(skipped, fmt.Sprintf("%s: %v", p, err))
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(skipped) != 1 || !strings.Contains(skipped[0], bad) || !strings.Contains(skipped[0], "offset 0") {
+	if len(skipped) != 2 || !strings.Contains(skipped[0], bad) || !strings.Contains(skipped[0], "offset 0") ||
+		!strings.Contains(skipped[1], cutCopy) || !strings.Contains(skipped[1], "offset "+strconv.FormatInt(lastOff, 10)) {
 		t.Fatalf("skipped %q", skipped)
 	}
 	var got []string

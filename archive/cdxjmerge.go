@@ -13,9 +13,10 @@ import (
 // file's index is read from its index file, or built from the WARC file when it has none (into
 // a temporary file, so memory holds one file's lines at most). The sorted per-file indexes are
 // then merged line by line (a k-way merge over one buffered reader per file): memory does not
-// grow with the crawl. A file whose index cannot be built (a damaged WARC file) is skipped and
-// reported to onSkip with its Damage; the others are merged. It returns the number of lines.
-func MergeIndexes(w io.Writer, paths []string, onSkip func(path string, err error)) (int64, error) {
+// grow with the crawl. A damaged WARC file without an index is reported to onDamage with its
+// Damage (file and offset): the records before the damage are merged, the rest of that file
+// is left out, and the other files are merged whole. It returns the number of lines.
+func MergeIndexes(w io.Writer, paths []string, onDamage func(path string, err error)) (int64, error) {
 	var srcs []*mergeSrc
 	defer func() {
 		for _, s := range srcs {
@@ -26,11 +27,12 @@ func MergeIndexes(w io.Writer, paths []string, onSkip func(path string, err erro
 		s, err := openIndex(p)
 		if err != nil {
 			var d Damage
-			if errors.As(err, &d) && onSkip != nil {
-				onSkip(p, err)
-				continue
+			if !errors.As(err, &d) {
+				return 0, err
 			}
-			return 0, err
+			if onDamage != nil {
+				onDamage(p, err)
+			}
 		}
 		srcs = append(srcs, s)
 	}
@@ -74,7 +76,8 @@ type mergeSrc struct {
 	ok   bool
 }
 
-// openIndex opens path's index file, or builds the index into a temporary file.
+// openIndex opens path's index file, or builds the index into a temporary file. A Damage
+// error comes with a source of the lines before the damage.
 func openIndex(path string) (*mergeSrc, error) {
 	f, err := os.Open(path + IndexSuffix)
 	if err == nil {
@@ -88,16 +91,18 @@ func openIndex(path string) (*mergeSrc, error) {
 		return nil, ioErr("create temp index for", path, err)
 	}
 	s := &mergeSrc{path: path, f: tf, tmp: tf.Name()}
-	if err := WriteIndex(path, tf); err != nil {
+	werr := WriteIndex(path, tf)
+	var d Damage
+	if werr != nil && !errors.As(werr, &d) {
 		s.close()
-		return nil, err
+		return nil, werr
 	}
 	if _, err := tf.Seek(0, io.SeekStart); err != nil {
 		s.close()
 		return nil, ioErr("seek", s.tmp, err)
 	}
 	s.r = bufio.NewReaderSize(tf, 64<<10)
-	return s, nil
+	return s, werr
 }
 
 func (s *mergeSrc) advance() error {

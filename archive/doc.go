@@ -86,9 +86,12 @@
 // scan, and an index it had is removed (appends make it stale). Files of this prefix and node
 // without an index (a crash between close and index, data written before indexes existed)
 // are re-indexed from the WARC file by a background goroutine started by Open; Close stops
-// it between files and the next Open goes on. A damaged file gets no index: IndexLines
-// returns a Damage naming the file and the offset, and MergeIndexes leaves the file out and
-// reports it, so one bad file never stops an export.
+// it between files and the next Open goes on. A damaged file gets no index file (a partial
+// one would hide the damage): IndexLines returns a Damage naming the file and the offset,
+// with the lines of the records before it, and MergeIndexes merges those, reports the
+// Damage and goes on with the other files, so one bad file never stops an export. The file a
+// running node is writing has no index yet and may end inside a record being appended: its
+// lines then stop at the last complete record, reported the same way.
 //
 // SURT. No SURT module is served by the Go module proxy (internetarchive/gosurt is not; nlnwa
 // and CorentinB gowarc have none), so surt.go implements the transform from IA's

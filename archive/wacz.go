@@ -19,14 +19,15 @@ const WACZVersion = "1.1.1"
 
 // WACZOptions say what goes into a WACZ package.
 type WACZOptions struct {
-	WARCs    []string  // paths of the WARC files; damaged ones are left out (OnSkip)
+	WARCs    []string  // paths of the WARC files, packaged as they are
 	Title    string    // the package's title (datapackage.json and the pages list)
 	Software string    // "crawlnode VERSION"
 	Created  time.Time // zero: now
 	// PageTitle returns the title of a page's HTML, "" when unknown. Optional.
 	PageTitle func(url string) string
-	// OnSkip is told of each WARC file left out because its index cannot be built.
-	OnSkip func(path string, err error)
+	// OnDamage is told of each damaged WARC file without an index: the records from the
+	// damage on are not in the package's index (see MergeIndexes).
+	OnDamage func(path string, err error)
 }
 
 // WACZStats counts what went into a package.
@@ -47,25 +48,20 @@ type waczResource struct {
 // per URL captured as text/html with status 200, its first capture's time and its title when
 // PageTitle knows it), datapackage.json (every file's sha256 and size) and
 // datapackage-digest.json (the sha256 of datapackage.json). The index and the page list go
-// through temporary files, so memory does not grow with the crawl.
+// through temporary files, so memory does not grow with the crawl. A damaged WARC file is
+// packaged as it is; its index lines stop at the damage (OnDamage).
 func WriteWACZ(w io.Writer, o WACZOptions) (WACZStats, error) {
 	var st WACZStats
 	if o.Created.IsZero() {
 		o.Created = time.Now()
 	}
-	skipped := map[string]bool{}
 	idx, err := os.CreateTemp("", "crawlnode-wacz-*.cdxj")
 	if err != nil {
 		return st, ioErr("create", "temporary index", err)
 	}
 	defer func() { _ = idx.Close(); _ = os.Remove(idx.Name()) }()
 	bw := bufio.NewWriter(idx)
-	st.IndexLines, err = MergeIndexes(bw, o.WARCs, func(p string, err error) {
-		skipped[p] = true
-		if o.OnSkip != nil {
-			o.OnSkip(p, err)
-		}
-	})
+	st.IndexLines, err = MergeIndexes(bw, o.WARCs, o.OnDamage)
 	if err == nil {
 		err = bw.Flush()
 	}
@@ -84,9 +80,6 @@ func WriteWACZ(w io.Writer, o WACZOptions) (WACZStats, error) {
 	zw := zip.NewWriter(w)
 	var res []waczResource
 	for _, p := range o.WARCs {
-		if skipped[p] {
-			continue
-		}
 		r, err := zipFile(zw, "archive/"+filepath.Base(p), p, zip.Store)
 		if err != nil {
 			return st, err

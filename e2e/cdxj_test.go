@@ -23,7 +23,8 @@ import (
 // `--format wacz` with the independent WARC reader: every CDXJ line names a gzip member that
 // holds the record it describes (URL, payload digest, status), every response and revisit of
 // the data directory has a line, lines are sorted; the WACZ opens as a zip, every resource's
-// sha256 and size match, the page list is valid. A damaged WARC file is skipped and named.
+// sha256 and size match, the page list is valid. A damaged WARC file is named with the offset
+// of its damage, and the other files' lines are exported unchanged.
 func TestExportCDXJAndWACZ(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crawl")
@@ -108,7 +109,7 @@ func TestExportCDXJAndWACZ(t *testing.T) {
 	}
 	t.Logf("%d WARC files, %d cdxj lines, all found by the independent reader; wacz with %d pages", len(files), len(lines), len(pages))
 
-	// A damaged WARC file without an index: skipped and named, the others exported.
+	// A damaged WARC file without an index: named with the offset, the others exported.
 	bad := filepath.Join(data, "warc", "crawlnode-20250101000000-99999-zz.warc.gz")
 	os.WriteFile(bad, []byte("\x1f\x8b\x08\x00 not a gzip member"), 0o644)
 	o, err := exec.Command(crawlnodeBin, "export", "--data", data, "--format", "cdxj", "--out", out).CombinedOutput()

@@ -9,22 +9,21 @@ import (
 	"github.com/crawlnode/crawlnode/corpus"
 )
 
-// skipDamaged records a WARC file left out of an index because it could not be read.
-func (st *ExportStats) skipDamaged(path string, err error) {
+// indexDamage records a damaged WARC file whose index lines stop at the damage.
+func (st *ExportStats) indexDamage(path string, err error) {
 	d := archive.Damage{File: path, Resume: -1, Err: err}
 	errors.As(err, &d)
-	st.Damaged = append(st.Damaged, d)
-	st.Skipped++
+	st.damaged(d)
 }
 
 // exportCDXJ writes the merged, sorted CDXJ index of every WARC file (see
-// archive.MergeIndexes); a file whose index cannot be built is skipped and reported.
+// archive.MergeIndexes); a damaged file is indexed up to the damage and reported.
 func exportCDXJ(dir *DataDir, w io.Writer, st *ExportStats) error {
 	files, err := warcFiles(dir)
 	if err != nil {
 		return err
 	}
-	n, err := archive.MergeIndexes(w, files, st.skipDamaged)
+	n, err := archive.MergeIndexes(w, files, st.indexDamage)
 	st.Records += int(n)
 	return err
 }
@@ -48,7 +47,7 @@ func exportWACZ(dir *DataDir, w io.Writer, st *ExportStats) error {
 	}
 	ws, err := archive.WriteWACZ(w, archive.WACZOptions{
 		WARCs: files, Title: "crawlnode crawl " + filepath.Base(dir.Path), Software: "crawlnode " + Version,
-		PageTitle: func(u string) string { return titles[u] }, OnSkip: st.skipDamaged,
+		PageTitle: func(u string) string { return titles[u] }, OnDamage: st.indexDamage,
 	})
 	st.Records += int(ws.IndexLines)
 	return err

@@ -54,7 +54,7 @@ func runExport(args []string) error {
 	st, err := node.Export(o)
 	for _, d := range st.Damaged {
 		if o.Format == node.ExportCDXJ || o.Format == node.ExportWACZ {
-			fmt.Fprintf(os.Stderr, "crawlnode: export: skipped WARC file %s: damaged at offset %d: %v\n", d.File, d.Offset, d.Err)
+			fmt.Fprintf(os.Stderr, "crawlnode: export: damaged WARC file %s at offset %d: its records from there on are left out of the index: %v\n", d.File, d.Offset, d.Err)
 			continue
 		}
 		fmt.Fprintf(os.Stderr, "crawlnode: export: damaged WARC file %s at offset %d (records resume at %d): %v\n", d.File, d.Offset, d.Resume, d.Err)
