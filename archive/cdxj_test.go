@@ -422,3 +422,32 @@ func TestMergeIndexes(t *testing.T) {
 		t.Fatalf("merged %d lines (%d returned), want %d sorted", len(got), n, len(all))
 	}
 }
+
+func TestCDXJWriteFailureDoesNotFailClose(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(dir)
+	w := mustOpen(t, cfg)
+	ws := writeN(t, w, 0, 3, 1000)
+	path := filepath.Join(dir, ws[0].loc.File)
+	// A directory where the temporary index goes: the index cannot be written.
+	if err := os.Mkdir(path+IndexSuffix+".tmp", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatalf("Close failed over the index: %v", err)
+	}
+	if _, err := os.Stat(path + IndexSuffix); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("index exists: %v", err)
+	}
+	if err := os.Remove(path + IndexSuffix + ".tmp"); err != nil {
+		t.Fatal(err)
+	}
+	// The next Open adopts the file (it is the newest) and writes its index at Close.
+	w = mustOpen(t, cfg)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if lines := checkIndexFile(t, path); len(lines) != 3 {
+		t.Fatalf("%d lines, want 3", len(lines))
+	}
+}

@@ -73,9 +73,19 @@ func (s *segment) close() error {
 	if cerr != nil {
 		return ioErr("close", s.name, cerr)
 	}
-	lines := s.index
-	s.index = nil
-	return writeIndexFile(s.path+IndexSuffix, lines)
+	return nil
+}
+
+// closeSegment closes seg and writes its CDXJ index. An index that cannot be written is
+// logged, not returned: the records are safe, and the next Open rebuilds the missing index.
+func (w *Writer) closeSegment(seg *segment) error {
+	err := seg.close()
+	lines := seg.index
+	seg.index = nil
+	if ierr := writeIndexFile(seg.path+IndexSuffix, lines); ierr != nil {
+		w.log.Error("cannot write cdxj index of warc file; the next start rebuilds it", "file", seg.name, "err", ierr)
+	}
+	return err
 }
 
 // Writer appends WARC records to rotating gzip files. Safe for concurrent use.
@@ -518,7 +528,7 @@ func (w *Writer) appendLocked(enc *encoded) (Location, error) {
 		if terr := seg.f.Truncate(off); terr != nil {
 			w.log.Error("cannot cut failed write back off warc file; abandoning it",
 				"file", seg.name, "offset", off, "write_err", err, "truncate_err", terr)
-			_ = seg.close()
+			_ = w.closeSegment(seg)
 			w.seg = nil
 			return Location{}, fmt.Errorf("%w (truncate back to %d failed: %v)", werr, off, terr)
 		}
@@ -533,7 +543,7 @@ func (w *Writer) appendLocked(enc *encoded) (Location, error) {
 	if seg.size >= w.cfg.MaxFileSize {
 		// Rotate now; the next write creates the new file. The records above are written.
 		w.seg = nil
-		if err := seg.close(); err != nil {
+		if err := w.closeSegment(seg); err != nil {
 			w.log.Error("closing full warc file failed", "file", seg.name, "err", err)
 		}
 	}
@@ -576,5 +586,5 @@ func (w *Writer) Close() error {
 	}
 	seg := w.seg
 	w.seg = nil
-	return seg.close()
+	return w.closeSegment(seg)
 }
