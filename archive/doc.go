@@ -82,7 +82,8 @@
 // file name under it) and keeps a file's lines in memory (about 300 bytes a record: some 6 MB
 // for a 1 GiB file of 50 KB pages); at rotation and Close it sorts them and writes the index
 // through a temporary file, fsync and rename, under the writer lock (tens of ms a 1 GiB file,
-// see BENCHMARKS.md "WARC writing"). The file adopted at Open gets its lines from the repair
+// see BENCHMARKS.md "WARC writing"); an index that cannot be written (a full disk) is logged,
+// not returned, as it is derived data the next Open rebuilds. The file adopted at Open gets its lines from the repair
 // scan, and an index it had is removed (appends make it stale). Files of this prefix and node
 // without an index (a crash between close and index, data written before indexes existed)
 // are re-indexed from the WARC file by a background goroutine started by Open; Close stops
