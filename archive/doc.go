@@ -95,10 +95,10 @@
 // lines then stop at the last complete record, reported the same way.
 //
 // SURT. No SURT module is served by the Go module proxy (internetarchive/gosurt is not; nlnwa
-// and CorentinB gowarc have none), so surt.go implements the transform from IA's
-// canonicalizer as the Python surt package applies it by default (pywb's keys): see SURT for
-// the rules. Session-id stripping covers the patterns IA's canonicalizer lists for query
-// arguments and jsessionid in the path.
+// and CorentinB gowarc have none), so surt.go implements the transform pywb uses: the Python
+// surt package's surt(url) with its defaults (Google's then IA's canonicalizer, IPv4 hosts
+// reversed too), tested against that package's own expectations. Not done: IDNA errors fall
+// back to the raw host, and inet_aton's hexadecimal forms are not read as addresses.
 //
 // WACZ. Each WARC file goes into archive/ stored (zip method 0), not re-compressed; the index
 // and page list are deflated. pages.jsonl lists each URL once (its first capture in index

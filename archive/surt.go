@@ -1,24 +1,28 @@
 package archive
 
 import (
-	"net"
+	"net/netip"
 	"net/url"
 	"regexp"
-	"sort"
+	"slices"
+	"strconv"
 	"strings"
 
 	"golang.org/x/net/idna"
 )
 
-// SURT returns the Sort-friendly URI Reordering Transform of rawURL as pywb and the Python
-// surt package (IA's canonicalizer, their defaults) compute it for CDX(J) keys: scheme, user
-// info and fragment dropped; host lower-cased, IDNA-encoded (punycode), a leading "www" or
-// "wwwN" label stripped, its labels reversed and comma-joined (an IP address stays as is); a
-// default port (80 for http, 443 for https) dropped, another kept as ":port"; then ")";
-// path and query unescaped repeatedly, re-escaped minimally (bytes up to space, from DEL,
-// '#' and '%'), "." and ".." segments resolved, a trailing slash dropped unless the path is
-// "/", common session ids removed (jsessionid, phpsessid, sid, aspsessionid, cfid, cftoken),
-// query arguments sorted and empty ones dropped; all lower-cased. Pure.
+// SURT returns the Sort-friendly URI Reordering Transform of rawURL as pywb computes CDX(J)
+// keys: the Python surt package's surt(url) with its defaults (Google's canonicalizer, then
+// IA's). Scheme, user info and fragment are dropped. The host is percent-decoded,
+// IDNA-encoded (punycode) and lower-cased, a leading "www" or "wwwN" label is stripped, a
+// numeric host becomes a dotted IPv4 address, and its labels are reversed and comma-joined
+// (IPv4 addresses too, as surt's reverse_ipaddr default does). A default port (80 for http,
+// 443 for https) is dropped, another kept as ":port"; then ")". The path is decoded
+// repeatedly, "." and ".." segments resolved and empty ones dropped, re-escaped minimally
+// (bytes up to space, from DEL up, '#' and '%'), lower-cased, ASP.NET session ids removed and
+// a trailing slash dropped unless the path is "/". The query is decoded and re-escaped the
+// same way, jsessionid, phpsessid, sid, aspsessionid and cfid/cftoken arguments removed,
+// lower-cased and its arguments sorted by (name, value); an empty query is dropped. Pure.
 //
 //	SURT("https://www.Example.com:443/A/b/?q=2&a=1#x") == "com,example)/a/b?a=1&q=2"
 func SURT(rawURL string) string {
@@ -32,6 +36,12 @@ func SURT(rawURL string) string {
 	if i := strings.Index(s, "://"); i > 0 && isScheme(s[:i]) {
 		scheme, s = strings.ToLower(s[:i]), s[i+3:]
 	}
+	for _, p := range []string{"http://", "https://"} { // "http://https://host", as surt reads it
+		if len(s) > len(p) && strings.EqualFold(s[:len(p)], p) {
+			scheme, s = p[:len(p)-3], s[len(p):]
+		}
+	}
+	s = strings.TrimLeft(s, "/") // "http:////host"
 	if i := strings.IndexByte(s, '#'); i >= 0 {
 		s = s[:i]
 	}
@@ -40,9 +50,8 @@ func SURT(rawURL string) string {
 		auth, rest = s[:i], s[i:]
 	}
 	p, q := rest, ""
-	hasQuery := false
 	if i := strings.IndexByte(rest, '?'); i >= 0 {
-		p, q, hasQuery = rest[:i], rest[i+1:], true
+		p, q = rest[:i], rest[i+1:]
 	}
 	if i := strings.LastIndexByte(auth, '@'); i >= 0 {
 		auth = auth[i+1:]
@@ -61,13 +70,11 @@ func SURT(rawURL string) string {
 	}
 	b.WriteByte(')')
 	b.WriteString(surtPath(p))
-	if hasQuery {
-		if q = surtQuery(q); q != "" {
-			b.WriteByte('?')
-			b.WriteString(q)
-		}
+	if q = surtQuery(q); q != "" {
+		b.WriteByte('?')
+		b.WriteString(q)
 	}
-	return strings.ToLower(b.String())
+	return b.String()
 }
 
 func isScheme(s string) bool {
@@ -81,21 +88,29 @@ func isScheme(s string) bool {
 }
 
 // splitHostPort splits "host:port", "[v6]:port" or a bare host; a non-numeric port is kept
-// in the host.
+// in the host. IPv6 brackets are dropped, as Python's urlsplit drops them.
 func splitHostPort(auth string) (host, port string) {
 	if strings.HasPrefix(auth, "[") {
 		if i := strings.IndexByte(auth, ']'); i > 0 {
-			host, rest := auth[:i+1], auth[i+1:]
+			host, rest := auth[1:i], auth[i+1:]
 			if strings.HasPrefix(rest, ":") && isDigits(rest[1:]) {
-				return host, strings.TrimLeft(rest[1:], "0")
+				return host, trimPort(rest[1:])
 			}
 			return host, ""
 		}
 	}
 	if i := strings.LastIndexByte(auth, ':'); i >= 0 && isDigits(auth[i+1:]) {
-		return auth[:i], strings.TrimLeft(auth[i+1:], "0")
+		return auth[:i], trimPort(auth[i+1:])
 	}
 	return strings.TrimSuffix(auth, ":"), ""
+}
+
+// trimPort drops leading zeros ("08080" is port 8080).
+func trimPort(p string) string {
+	if t := strings.TrimLeft(p, "0"); t != "" {
+		return t
+	}
+	return "0"
 }
 
 func isDigits(s string) bool {
@@ -109,59 +124,88 @@ func isDigits(s string) bool {
 
 var wwwLabel = regexp.MustCompile(`^www\d*\.`)
 
-// surtHost lower-cases, IDNA-encodes, strips "www." and reverses the labels of host.
+// surtHost canonicalizes host (decode, IDNA, dots, numeric IPv4, lower case, "www."), then
+// reverses its labels.
 func surtHost(host string) string {
-	host = strings.ToLower(unescapeRepeatedly(host))
-	host = strings.Trim(host, ".")
-	for strings.Contains(host, "..") {
-		host = strings.ReplaceAll(host, "..", ".")
-	}
-	if strings.HasPrefix(host, "[") || net.ParseIP(host) != nil {
-		return host
-	}
+	host = unescapeRepeatedly(host)
 	if a, err := idna.Punycode.ToASCII(host); err == nil {
 		host = a
 	}
-	if strings.HasPrefix(host, "www") {
-		host = wwwLabel.ReplaceAllString(host, "")
-	}
-	labels := strings.Split(host, ".")
-	for i, j := 0, len(labels)-1; i < j; i, j = i+1, j-1 {
-		labels[i], labels[j] = labels[j], labels[i]
-	}
-	return escapeMinimal(strings.Join(labels, ","))
-}
-
-var pathSessionID = regexp.MustCompile(`(?i);jsessionid=[0-9a-z$]{10,}`)
-
-// surtPath canonicalizes the path: unescape, resolve dot segments, re-escape, drop session
-// ids and a trailing slash.
-func surtPath(p string) string {
-	p = unescapeRepeatedly(p)
-	if p == "" {
-		return "/"
-	}
-	segs := strings.Split(p, "/")
-	out := make([]string, 0, len(segs))
-	for i, s := range segs {
-		switch s {
-		case ".":
-		case "..":
-			if len(out) > 0 {
-				out = out[:len(out)-1]
-			}
-		case "":
-			if i == len(segs)-1 && len(out) > 0 {
-				out = append(out, "") // keep a trailing slash for now
-			}
-		default:
-			out = append(out, s)
+	host = strings.Trim(strings.ReplaceAll(host, "..", "."), ".")
+	if ip, ok := numericIPv4(host); ok {
+		host = ip
+	} else {
+		host = strings.ToLower(escapeMinimal(host))
+		if strings.HasPrefix(host, "www") {
+			host = wwwLabel.ReplaceAllString(host, "")
 		}
 	}
-	p = "/" + strings.Join(out, "/")
-	p = escapeMinimal(p)
-	if strings.Contains(p, ";") {
-		p = pathSessionID.ReplaceAllString(p, "")
+	labels := strings.Split(host, ".")
+	slices.Reverse(labels)
+	return strings.Join(labels, ",")
+}
+
+// numericIPv4 reads host as an IPv4 address the way inet_aton does for the forms IA's
+// canonicalizer accepts: one to four dot-separated numbers, decimal or (leading 0) octal, the
+// last filling the remaining bytes; a bare number is taken modulo 2^32.
+func numericIPv4(host string) (string, bool) {
+	if isDigits(host) {
+		v, err := strconv.ParseUint(host, 10, 64)
+		if err != nil {
+			return "", false
+		}
+		return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}).String(), true
+	}
+	parts := strings.Split(host, ".")
+	if len(parts) > 4 {
+		return "", false
+	}
+	vals := make([]uint64, len(parts))
+	for i, p := range parts {
+		if !isDigits(p) {
+			return "", false
+		}
+		base := 10
+		if len(p) > 1 && p[0] == '0' {
+			base = 8
+		}
+		v, err := strconv.ParseUint(p, base, 32)
+		if err != nil {
+			return "", false
+		}
+		vals[i] = v
+	}
+	var ip uint64
+	for i, v := range vals[:len(vals)-1] {
+		if v > 255 {
+			return "", false
+		}
+		ip |= v << (24 - 8*i)
+	}
+	last := vals[len(vals)-1]
+	if last >= 1<<(8*(5-len(vals))) {
+		return "", false
+	}
+	ip |= last
+	return netip.AddrFrom4([4]byte{byte(ip >> 24), byte(ip >> 16), byte(ip >> 8), byte(ip)}).String(), true
+}
+
+// pathSessionIDs are IA's ASP.NET session-id path patterns (URLRegexTransformer).
+var pathSessionIDs = []*regexp.Regexp{
+	regexp.MustCompile(`(?i)^(.*/)(\((?:[a-z]\([0-9a-z]{24}\))+\)/)([^?]+\.aspx.*)$`),
+	regexp.MustCompile(`(?i)^(.*/)(\([0-9a-z]{24}\)/)([^?]+\.aspx.*)$`),
+}
+
+// surtPath canonicalizes the path as Google's canonicalizer (decode, normalize, escape) and
+// then IA's (lower case, session ids, trailing slash) do.
+func surtPath(p string) string {
+	p = strings.ToLower(escapeMinimal(normalizePath(unescapeRepeatedly(p))))
+	if strings.Contains(p, ".aspx") {
+		for _, re := range pathSessionIDs {
+			if m := re.FindStringSubmatch(p); m != nil {
+				p = m[1] + m[3]
+			}
+		}
 	}
 	if len(p) > 1 {
 		p = strings.TrimSuffix(p, "/")
@@ -169,53 +213,85 @@ func surtPath(p string) string {
 	return p
 }
 
+// normalizePath resolves "." and ".." segments (a ".." with nothing to pop is kept) and drops
+// empty segments except a trailing one, as GoogleURLCanonicalizer.normalizePath does.
+func normalizePath(p string) string {
+	if p == "" {
+		return "/"
+	}
+	segs := strings.Split(p, "/")[1:]
+	kept := make([]string, 0, len(segs))
+	for _, s := range segs {
+		switch s {
+		case ".":
+		case "..":
+			if len(kept) > 0 {
+				kept = kept[:len(kept)-1]
+			} else {
+				kept = append(kept, s)
+			}
+		default:
+			kept = append(kept, s)
+		}
+	}
+	var b strings.Builder
+	b.WriteByte('/')
+	for i, s := range kept {
+		if i == len(kept)-1 {
+			b.WriteString(s)
+		} else if s != "" {
+			b.WriteString(s)
+			b.WriteByte('/')
+		}
+	}
+	return b.String()
+}
+
+// querySessionIDs are IA's query session-id patterns (URLRegexTransformer), applied to the
+// whole query in order, keeping groups 1 and 2.
 var querySessionIDs = []*regexp.Regexp{
-	regexp.MustCompile(`(?i)^jsessionid=[0-9a-z$]{10,}$`),
-	regexp.MustCompile(`(?i)^phpsessid=[0-9a-z]{16,}$`),
-	regexp.MustCompile(`(?i)^sid=[0-9a-z]{32}$`),
-	regexp.MustCompile(`(?i)^aspsessionid[a-z]{8}=[a-z]{24}$`),
-	regexp.MustCompile(`(?i)^cfid=[0-9]+$`),
-	regexp.MustCompile(`(?i)^cftoken=[0-9-]+$`),
+	regexp.MustCompile(`(?i)^(.*)(?:jsessionid=[0-9a-zA-Z]{32})(?:&(.*))?$`),
+	regexp.MustCompile(`(?i)^(.*)(?:phpsessid=[0-9a-zA-Z]{32})(?:&(.*))?$`),
+	regexp.MustCompile(`(?i)^(.*)(?:sid=[0-9a-zA-Z]{32})(?:&(.*))?$`),
+	regexp.MustCompile(`(?i)^(.*)(?:aspsessionid[a-zA-Z]{8}=[a-zA-Z]{24})(?:&(.*))?$`),
+	regexp.MustCompile(`(?i)^(.*)(?:cfid=[^&]+&cftoken=[^&]+)(?:&(.*))?$`),
 }
 
-// surtQuery canonicalizes the query: unescape, re-escape, drop empty and session-id
-// arguments, sort the rest.
+// surtQuery canonicalizes the query: decode and re-escape, strip session ids, lower-case,
+// sort the arguments by (name, value) as IA's alphaReorderQuery does (empty arguments stay).
 func surtQuery(q string) string {
+	if q == "" {
+		return ""
+	}
 	q = escapeMinimal(unescapeRepeatedly(q))
-	args := strings.Split(q, "&")
-	kept := args[:0]
-	for _, a := range args {
-		if a == "" {
-			continue
-		}
-		drop := false
+	lq := strings.ToLower(q)
+	if strings.Contains(lq, "sid") || strings.Contains(lq, "sessionid") || strings.Contains(lq, "cfid") {
 		for _, re := range querySessionIDs {
-			if !mayBeSessionID(a) {
-				break
-			}
-			if re.MatchString(a) {
-				drop = true
-				break
+			if m := re.FindStringSubmatch(q); m != nil {
+				q = m[1] + m[2]
 			}
 		}
-		if !drop {
-			kept = append(kept, strings.ToLower(a))
+	}
+	q = strings.ToLower(q)
+	if len(q) <= 1 {
+		return q
+	}
+	args := strings.Split(q, "&")
+	slices.SortStableFunc(args, func(a, b string) int {
+		an, av, aok := strings.Cut(a, "=")
+		bn, bv, bok := strings.Cut(b, "=")
+		if c := strings.Compare(an, bn); c != 0 {
+			return c
 		}
-	}
-	sort.Strings(kept)
-	return strings.Join(kept, "&")
-}
-
-// mayBeSessionID is a cheap filter before the session-id patterns.
-func mayBeSessionID(arg string) bool {
-	if len(arg) < 5 {
-		return false
-	}
-	switch arg[0] | 0x20 {
-	case 'j', 'p', 's', 'a', 'c':
-		return true
-	}
-	return false
+		if aok != bok { // ("a",) sorts before ("a", "")
+			if aok {
+				return 1
+			}
+			return -1
+		}
+		return strings.Compare(av, bv)
+	})
+	return strings.Join(args, "&")
 }
 
 // unescapeRepeatedly percent-decodes s until it no longer changes; invalid escapes stay.
