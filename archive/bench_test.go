@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -163,4 +165,42 @@ func BenchmarkGzipCorpus(b *testing.B) {
 			b.ReportMetric(float64(in)/float64(out), "ratio")
 		})
 	}
+}
+
+// BenchmarkIndexEntry measures what the CDXJ index adds to a record: building its line on the
+// write path (SURT, JSON, offset) and, per line, sorting and writing the index at close.
+// Compare with BenchmarkWriteExchange/level=1/goroutines=1 (the record itself).
+func BenchmarkIndexEntry(b *testing.B) {
+	pages := make([]Exchange, 64)
+	encs := make([]*encoded, len(pages))
+	for i := range pages {
+		pages[i] = exchange(2*i, 40<<10)
+		pages[i].URL = fmt.Sprintf("https://www.Example-%d.com/path/to/page-%d?b=2&a=%d", i%7, i, i)
+		encs[i] = &encoded{date: t0, mainLen: 12345, payloadDigest: "sha1:AAAABBBBCCCCDDDDEEEEFFFFGGGGHHHH"}
+	}
+	b.Run("line", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			k := i % len(pages)
+			_ = lineAt(exchangeLinePrefix(&pages[k], nil, encs[k]), int64(i)*40000, "crawlnode-20250304050607-00001-n1.warc.gz")
+		}
+	})
+	b.Run("sort-and-write-at-close", func(b *testing.B) {
+		const n = 20000 // a 1 GiB file of 50 KB records
+		lines := make([]string, n)
+		for i := range lines {
+			k := i % len(pages)
+			lines[i] = lineAt(exchangeLinePrefix(&pages[k], nil, encs[k]), int64(i)*40000, "f.warc.gz")
+		}
+		dir := b.TempDir()
+		b.ReportAllocs()
+		for b.Loop() {
+			batch := slices.Clone(lines)
+			rand.Shuffle(len(batch), func(i, j int) { batch[i], batch[j] = batch[j], batch[i] })
+			if err := writeIndexFile(filepath.Join(dir, "x.cdxj"), batch); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/line")
+	})
 }

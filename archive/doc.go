@@ -11,6 +11,9 @@
 //     URL -> record index the crawl loop keeps in its seen set (Location.MarshalBinary). Index
 //     rebuilds that mapping from a file.
 //   - Read back by Location (ReadResponse) or sequentially (Scan), verifying digests.
+//   - Write a CDXJ index beside every closed file (NAME.warc.gz.cdxj), rebuild a missing one
+//     from the file, merge the indexes of many files (MergeIndexes) and package files, index
+//     and page list as WACZ 1.1.1 (WriteWACZ).
 //   - Survive crashes, full disks and damaged files without losing complete records.
 //
 // Data flow:
@@ -68,6 +71,39 @@
 // truncate fails too, the file is abandoned (fsynced, closed, logged with the offset of its bad
 // tail) and the next write starts a new file. A failed file creation removes the new file. The
 // writer stays usable: once space is freed writes succeed again.
+//
+// CDXJ index. In the form pywb writes and reads: one line per response, revisit, resource
+// and metadata record (request and warcinfo records are not looked up by replay tools),
+// "SURT TIMESTAMP {json}" with url, mime (media type of the HTTP payload; "warc/revisit" for
+// revisits), status, digest (WARC-Payload-Digest as written, "sha1:BASE32"; for revisits the
+// referred payload's), length and offset of the gzip member, filename; numbers as JSON strings,
+// as pywb writes them; lines sorted by their bytes (LC_ALL=C sort, pywb's order). The writer
+// builds each line from what it wrote (the JSON up to the offset outside the lock, offset and
+// file name under it) and keeps a file's lines in memory (about 300 bytes a record: some 6 MB
+// for a 1 GiB file of 50 KB pages); at rotation and Close it sorts them and writes the index
+// through a temporary file, fsync and rename, under the writer lock (tens of ms a 1 GiB file,
+// see BENCHMARKS.md "WARC writing"); an index that cannot be written (a full disk) is logged,
+// not returned, as it is derived data the next Open rebuilds. The file adopted at Open gets its lines from the repair
+// scan, and an index it had is removed (appends make it stale). Files of this prefix and node
+// without an index (a crash between close and index, data written before indexes existed)
+// are re-indexed from the WARC file by a background goroutine started by Open; Close stops
+// it between files and the next Open goes on. A damaged file gets no index file (a partial
+// one would hide the damage): IndexLines returns a Damage naming the file and the offset,
+// with the lines of the records before it, and MergeIndexes merges those, reports the
+// Damage and goes on with the other files, so one bad file never stops an export. The file a
+// running node is writing has no index yet and may end inside a record being appended: its
+// lines then stop at the last complete record, reported the same way.
+//
+// SURT. No SURT module is served by the Go module proxy (internetarchive/gosurt is not; nlnwa
+// and CorentinB gowarc have none), so surt.go implements the transform pywb uses: the Python
+// surt package's surt(url) with its defaults (Google's then IA's canonicalizer, IPv4 hosts
+// reversed too), tested against that package's own expectations. Not done: IDNA errors fall
+// back to the raw host, and inet_aton's hexadecimal forms are not read as addresses.
+//
+// WACZ. Each WARC file goes into archive/ stored (zip method 0), not re-compressed; the index
+// and page list are deflated. pages.jsonl lists each URL once (its first capture in index
+// order) when it was fetched as text/html with status 200; titles come from the caller (the
+// corpus). The merged index and page list go through temporary files, so memory stays flat.
 //
 // Reading errors. Scan delivers every good record before damage, then returns an error naming
 // the file and offset, wrapping ErrTruncated (the data ends inside a gzip member) or ErrCorrupt

@@ -221,7 +221,9 @@ type encoded struct {
 	mainOff, mainLen int64  // the response (or revisit) member inside buf
 	payloadDigest    string // of the response record
 	records          int64
-	gen              uint64 // segment generation whose warcinfo id the records carry
+	gen              uint64    // segment generation whose warcinfo id the records carry
+	date             time.Time // WARC-Date of the records
+	indexPrefix      string    // CDXJ line of the main record up to its offset (linePrefix)
 }
 
 // encodeRecord writes one record as a new gzip member appended to buf: "WARC/1.1", WARC-Type,
@@ -368,7 +370,7 @@ func encodeExchange(buf *bytes.Buffer, gz, store *gzip.Writer, ex *Exchange, ref
 		}
 		return append(f, field{gowarc.WarcWarcinfoID, infoID})
 	}
-	enc := &encoded{buf: buf}
+	enc := &encoded{buf: buf, date: date}
 
 	hdr := withHeaderEnd(ex.ResponseHeader)
 	fields := common(respID)

@@ -23,6 +23,9 @@ func (d Damage) Error() string {
 	return fmt.Sprintf("%s: damaged from offset %d, records resume at offset %d: %v", d.File, d.Offset, d.Resume, d.Err)
 }
 
+// Unwrap returns the cause, so errors.Is(d, ErrCorrupt) and friends work on a Damage.
+func (d Damage) Unwrap() error { return d.Err }
+
 // isDamage tells a damaged file from an error returned by the caller's fn.
 func isDamage(err error) bool {
 	return errors.Is(err, ErrCorrupt) || errors.Is(err, ErrTruncated) || errors.Is(err, ErrDigest)

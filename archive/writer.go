@@ -32,7 +32,11 @@ type file interface {
 
 // segment is the open file records are appended to.
 type segment struct {
-	name   string // base name
+	name string // base name
+	path string // full path
+	// index holds the CDXJ lines of the file's records, unsorted; written beside the file
+	// (path + IndexSuffix) when the segment is closed.
+	index  []string
 	f      file
 	size   int64  // end of the last complete record
 	infoID string // WARC-Record-ID of the file's warcinfo record
@@ -72,6 +76,18 @@ func (s *segment) close() error {
 	return nil
 }
 
+// closeSegment closes seg and writes its CDXJ index. An index that cannot be written is
+// logged, not returned: the records are safe, and the next Open rebuilds the missing index.
+func (w *Writer) closeSegment(seg *segment) error {
+	err := seg.close()
+	lines := seg.index
+	seg.index = nil
+	if ierr := writeIndexFile(seg.path+IndexSuffix, lines); ierr != nil {
+		w.log.Error("cannot write cdxj index of warc file; the next start rebuilds it", "file", seg.name, "err", ierr)
+	}
+	return err
+}
+
 // Writer appends WARC records to rotating gzip files. Safe for concurrent use.
 type Writer struct {
 	cfg Config
@@ -101,6 +117,7 @@ type Writer struct {
 	stopOnce sync.Once
 	stop     chan struct{}
 	done     chan struct{}
+	reindex  sync.WaitGroup // the background rebuild of missing indexes (Open)
 }
 
 func osOpenFile(path string, flag int) (file, error) { return os.OpenFile(path, flag, 0o644) }
@@ -153,6 +170,10 @@ func open(cfg Config, openFile func(string, int) (file, error)) (*Writer, error)
 			return nil, err
 		}
 	}
+	if missing := w.missingIndexes(names); len(missing) > 0 {
+		w.reindex.Add(1)
+		go w.rebuildIndexes(missing)
+	}
 	if cfg.SyncInterval > 0 {
 		go w.syncLoop()
 	} else {
@@ -166,9 +187,13 @@ func open(cfg Config, openFile func(string, int) (file, error)) (*Writer, error)
 func (w *Writer) adopt(name string) error {
 	path := filepath.Join(w.cfg.Dir, name)
 	infoID := ""
-	size, scanErr := scanFile(path, func(off, _ int64, r *Record) error {
+	var index []string
+	size, scanErr := scanFile(path, func(off, n int64, r *Record) error {
 		if off == 0 && r.Type == "warcinfo" {
 			infoID = r.ID
+		}
+		if e, ok := entryOf(r, name, off, n); ok {
+			index = append(index, e.Line())
 		}
 		return nil
 	})
@@ -213,10 +238,59 @@ func (w *Writer) adopt(name string) error {
 		}
 		return nil
 	}
+	// Records will be appended: an index written at an earlier close is stale from now on
+	// (a crash before the next close leaves none, and the next Open rebuilds it).
+	if err := os.Remove(path + IndexSuffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+		_ = f.Close()
+		return ioErr("remove stale index", path+IndexSuffix, err)
+	}
 	w.gen++
-	w.seg = &segment{name: name, f: f, size: size, infoID: infoID, gen: w.gen}
+	w.seg = &segment{name: name, path: path, f: f, size: size, infoID: infoID, gen: w.gen, index: index}
 	w.stats.Files++
 	return nil
+}
+
+// missingIndexes lists the files of this prefix and node, other than the current segment,
+// that have no CDXJ index beside them: files closed by a crash, or written before indexes were.
+func (w *Writer) missingIndexes(names []string) []string {
+	have := make(map[string]bool, len(names))
+	for _, n := range names {
+		have[n] = true
+	}
+	var missing []string
+	for _, n := range names {
+		p, ok := parseFileName(n)
+		if !ok || p.prefix != w.cfg.Prefix || p.node != w.cfg.NodeName || have[n+IndexSuffix] {
+			continue
+		}
+		if w.seg != nil && w.seg.name == n {
+			continue
+		}
+		missing = append(missing, filepath.Join(w.cfg.Dir, n))
+	}
+	return missing
+}
+
+// rebuildIndexes writes the missing indexes from the WARC files, one file at a time, until
+// done or Close. A damaged file gets no index (logged with the offset of the damage); export
+// skips it and says so.
+func (w *Writer) rebuildIndexes(paths []string) {
+	defer w.reindex.Done()
+	for _, p := range paths {
+		select {
+		case <-w.stop:
+			return
+		default:
+		}
+		if _, err := os.Stat(p); errors.Is(err, os.ErrNotExist) {
+			continue // removed by adopt: it held no complete record
+		}
+		if err := RebuildIndex(p); err != nil {
+			w.log.Error("cannot build cdxj index of warc file", "file", filepath.Base(p), "err", err)
+			continue
+		}
+		w.log.Info("rebuilt missing cdxj index", "file", filepath.Base(p))
+	}
 }
 
 // validRecordAfter reports whether a valid gzip member holding a valid WARC record starts
@@ -319,7 +393,7 @@ func (w *Writer) startSegmentLocked() error {
 		return err
 	}
 	w.gen++
-	w.seg = &segment{name: name, f: f, size: int64(buf.Len()), infoID: id, gen: w.gen}
+	w.seg = &segment{name: name, path: path, f: f, size: int64(buf.Len()), infoID: id, gen: w.gen}
 	w.stats.Files++
 	w.stats.Records++
 	w.stats.Bytes += int64(buf.Len())
@@ -405,6 +479,7 @@ func (w *Writer) write(ex *Exchange, ref *Revisit) (Location, string, error) {
 		return Location{}, "", err
 	}
 	enc.gen = gen
+	enc.indexPrefix = exchangeLinePrefix(ex, ref, enc)
 
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -422,12 +497,23 @@ func (w *Writer) write(ex *Exchange, ref *Revisit) (Location, string, error) {
 			return Location{}, "", err
 		}
 		enc.gen = w.seg.gen
+		enc.indexPrefix = exchangeLinePrefix(ex, ref, enc)
 	}
 	loc, err := w.appendLocked(enc)
 	if err != nil {
 		return Location{}, "", err
 	}
 	return loc, enc.payloadDigest, nil
+}
+
+// exchangeLinePrefix is the start of the CDXJ line of the response or revisit record in enc.
+func exchangeLinePrefix(ex *Exchange, ref *Revisit, enc *encoded) string {
+	status, mt := httpStatusAndType(ex.ResponseHeader)
+	e := IndexEntry{URL: ex.URL, Time: enc.date, Status: status, Mime: mt, Digest: enc.payloadDigest, Length: enc.mainLen}
+	if ref != nil {
+		e.Mime, e.Digest = "warc/revisit", ref.PayloadDigest
+	}
+	return linePrefix(e)
 }
 
 // appendLocked writes enc at the end of the current segment. A failed or short write is cut
@@ -442,13 +528,14 @@ func (w *Writer) appendLocked(enc *encoded) (Location, error) {
 		if terr := seg.f.Truncate(off); terr != nil {
 			w.log.Error("cannot cut failed write back off warc file; abandoning it",
 				"file", seg.name, "offset", off, "write_err", err, "truncate_err", terr)
-			_ = seg.close()
+			_ = w.closeSegment(seg)
 			w.seg = nil
 			return Location{}, fmt.Errorf("%w (truncate back to %d failed: %v)", werr, off, terr)
 		}
 		return Location{}, werr
 	}
 	seg.size += int64(len(b))
+	seg.index = append(seg.index, lineAt(enc.indexPrefix, off+enc.mainOff, seg.name))
 	w.dirty = true
 	w.stats.Records += enc.records
 	w.stats.Bytes += int64(len(b))
@@ -456,7 +543,7 @@ func (w *Writer) appendLocked(enc *encoded) (Location, error) {
 	if seg.size >= w.cfg.MaxFileSize {
 		// Rotate now; the next write creates the new file. The records above are written.
 		w.seg = nil
-		if err := seg.close(); err != nil {
+		if err := w.closeSegment(seg); err != nil {
 			w.log.Error("closing full warc file failed", "file", seg.name, "err", err)
 		}
 	}
@@ -487,6 +574,7 @@ func (w *Writer) Stats() Stats {
 func (w *Writer) Close() error {
 	w.stopOnce.Do(func() { close(w.stop) })
 	<-w.done
+	w.reindex.Wait()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
@@ -498,5 +586,5 @@ func (w *Writer) Close() error {
 	}
 	seg := w.seg
 	w.seg = nil
-	return seg.close()
+	return w.closeSegment(seg)
 }

@@ -55,6 +55,8 @@ const (
 	// ExportMarkdown writes one Markdown file a kept page under the directory Out:
 	// Out/<host>/<name>.md with front matter (corpus.MarkdownTree).
 	ExportMarkdown ExportFormat = "markdown"
+	ExportCDXJ     ExportFormat = "cdxj" // the CDXJ index of every WARC file, merged and sorted
+	ExportWACZ     ExportFormat = "wacz" // WARC files, their CDXJ index and a page list as WACZ 1.1
 )
 
 // ExportOptions say what to export.
@@ -111,8 +113,12 @@ func Export(o ExportOptions) (ExportStats, error) {
 		err = exportWARC(dir, bw, &st)
 	case ExportURLs:
 		err = exportURLs(dir, bw, &st)
+	case ExportCDXJ:
+		err = exportCDXJ(dir, bw, &st)
+	case ExportWACZ:
+		err = exportWACZ(dir, bw, &st)
 	default:
-		err = fmt.Errorf("%w: export format %q: want jsonl, markdown, warc or urls", ErrBadConfig, o.Format)
+		err = fmt.Errorf("%w: export format %q: want jsonl, markdown, warc, urls, cdxj or wacz", ErrBadConfig, o.Format)
 	}
 	if ferr := bw.Flush(); err == nil {
 		err = ferr

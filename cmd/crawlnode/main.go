@@ -2,7 +2,7 @@
 //
 //	crawlnode [--data DIR] [--seed URL ... | --seeds FILE] [--exit-when-done] [flags]
 //	crawlnode demo [--out DIR]            crawl an in-process simulated web, offline
-//	crawlnode export --data DIR --format jsonl|markdown|warc|urls [--include-duplicates] --out PATH
+//	crawlnode export --data DIR --format jsonl|markdown|warc|urls|cdxj|wacz [--include-duplicates] --out PATH
 //	crawlnode deadletters --data DIR
 //	crawlnode status|seed|block|unblock|pause|resume --api URL    wrap the HTTP API
 //
@@ -89,7 +89,7 @@ Usage:
   crawlnode [--data DIR] [--seed URL ... | --seeds FILE] [--exit-when-done] [flags]
                                         no seed: wait for seeds on the HTTP API (--http)
   crawlnode demo [--out DIR] [--hosts N]
-  crawlnode export --data DIR --format jsonl|markdown|warc|urls [--include-duplicates] --out PATH
+  crawlnode export --data DIR --format jsonl|markdown|warc|urls|cdxj|wacz [--include-duplicates] --out PATH
   crawlnode deadletters --data DIR
   crawlnode status|cluster|pause|resume [--api URL]
   crawlnode leave [--api URL]           decommission that node: hand off its partitions, then exit

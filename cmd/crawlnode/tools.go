@@ -35,7 +35,7 @@ func runExport(args []string) error {
 	var o node.ExportOptions
 	var format string
 	fs.StringVar(&o.DataDir, "data", "./crawl-data", "data directory of the node (running or stopped)")
-	fs.StringVar(&format, "format", "jsonl", "jsonl (text corpus: text and markdown of each page), markdown (one .md file a page under --out DIR/<host>/, with front matter; DIR must be empty or absent), warc (raw pages) or urls (fetch list)")
+	fs.StringVar(&format, "format", "jsonl", "jsonl (text corpus: text and markdown of each page), markdown (one .md file a page under --out DIR/<host>/, with front matter; DIR must be empty or absent), warc (raw pages), urls (fetch list), cdxj (index of the WARC files) or wacz (WARC files, index and pages)")
 	fs.BoolVar(&o.IncludeDuplicates, "include-duplicates", false, "jsonl, markdown: include pages marked duplicate_of")
 	fs.BoolVar(&o.IncludeRejected, "include-rejected", false, "jsonl, markdown: include pages a quality filter or opt-out signal left out")
 	fs.StringVar(&o.Out, "out", "", "output file (- for standard output), a directory for markdown; jsonl is zstd-compressed when it ends in .zst")
@@ -44,9 +44,9 @@ func runExport(args []string) error {
 	}
 	o.Format = node.ExportFormat(format)
 	switch o.Format {
-	case node.ExportJSONL, node.ExportMarkdown, node.ExportWARC, node.ExportURLs:
+	case node.ExportJSONL, node.ExportMarkdown, node.ExportWARC, node.ExportURLs, node.ExportCDXJ, node.ExportWACZ:
 	default:
-		return usageError{fmt.Sprintf("export: --format %q: want jsonl, markdown, warc or urls", format)}
+		return usageError{fmt.Sprintf("export: --format %q: want jsonl, markdown, warc, urls, cdxj or wacz", format)}
 	}
 	if o.Out == "" {
 		return usageError{"export: --out PATH is required (- for standard output)"}
@@ -56,6 +56,10 @@ func runExport(args []string) error {
 	}
 	st, err := node.Export(o)
 	for _, d := range st.Damaged {
+		if o.Format == node.ExportCDXJ || o.Format == node.ExportWACZ {
+			fmt.Fprintf(os.Stderr, "crawlnode: export: damaged WARC file %s at offset %d: its records from there on are left out of the index: %v\n", d.File, d.Offset, d.Err)
+			continue
+		}
 		fmt.Fprintf(os.Stderr, "crawlnode: export: damaged WARC file %s at offset %d (records resume at %d): %v\n", d.File, d.Offset, d.Resume, d.Err)
 	}
 	if err != nil {

@@ -14,7 +14,7 @@ func TestExportFormats(t *testing.T) {
 		want string // in the usage error; "" for none
 	}{
 		{[]string{"--format", "markdown", "--out", "-"}, "writes a directory"},
-		{[]string{"--format", "pdf", "--out", "x"}, "want jsonl, markdown, warc or urls"},
+		{[]string{"--format", "pdf", "--out", "x"}, "want jsonl, markdown, warc, urls, cdxj or wacz"},
 		{[]string{"--format", "markdown"}, "--out PATH is required"},
 	} {
 		err := runExport(append([]string{"--data", t.TempDir()}, c.args...))
