@@ -11,6 +11,9 @@
 //     meta robots / TDMRep meta tags, visible characters and characters inside links, and hands
 //     the same DOM to go-trafilatura's ExtractDocument for the main text (comments, navigation,
 //     boilerplate removed), title and language (whatlanggo on the main text, via trafilatura).
+//     The text's evidence wins: <html lang> is used only when the text tells no language, so
+//     a page whose attribute is wrong (German text, lang="en") is recorded and filtered as
+//     what it is written in.
 //     Niced workers (Config.Nice) also hold their next page while the machine has no idle
 //     CPU besides theirs (Config.DeferBelowIdle, cpuGate): the stage lags a CPU-bound crawl
 //     instead of slowing it.

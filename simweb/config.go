@@ -50,6 +50,11 @@ type Config struct {
 	// own links should be neutralised by the caller, or crawlers follow them. MinWords and
 	// MaxWords then change nothing, and the oracle reports no main text for those pages.
 	Bodies [][]byte
+	// Languages, when on, serves article main text in nine languages and scripts (see
+	// simweb.Languages) with a <html lang> that is right, absent or wrong; the oracle reports
+	// each page's true language (PageInfo.Language). Off by default: every page is English
+	// with lang="en", as before.
+	Languages bool
 
 	// --- robots.txt variants (each host has at most one variant; the rest answer 404) ---
 

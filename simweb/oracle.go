@@ -370,7 +370,10 @@ type PageInfo struct {
 	Malformed   bool     `json:"malformed,omitempty"`
 	Trap        string   `json:"trap,omitempty"`
 	RedirectTo  string   `json:"redirect_to,omitempty"`
-	Links       []string `json:"links,omitempty"` // canonical targets of every link in the page
+	Links       []string `json:"links,omitempty"`        // canonical targets of every link in the page
+	Language    string   `json:"language,omitempty"`     // true language of the main text (ISO 639-1)
+	LangAttr    string   `json:"lang_attr,omitempty"`    // <html lang> as served ("" for none)
+	LangAttrIs  string   `json:"lang_attr_is,omitempty"` // LangAttrRight, LangAttrNone or LangAttrWrong
 }
 
 // Page returns the ground truth of a URL (canonicalized first). ok is false for unknown
@@ -447,7 +450,9 @@ func (w *Web) Page(u string) (PageInfo, bool) {
 	pi.Title = d.title
 	if len(w.cfg.Bodies) == 0 { // Bodies' text is not simweb's to know
 		pi.MainText = w.mainText(d)
+		pi.Language = Languages[w.langIndex(d)]
 	}
+	pi.LangAttr, pi.LangAttrIs = w.langAttr(d)
 	pi.Boilerplate = w.boilerplate(rs.h)
 	pi.MirrorOf, pi.NearDupOf, pi.Canonical = d.mirrorOf, d.nearDupOf, d.canonical
 	pi.Malformed = d.malformed

@@ -21,6 +21,7 @@ func (w *Web) mainText(d *doc) []string {
 		er = newRng(d.editSeed)
 	}
 	rate := w.cfg.NearDupEditRate
+	lb := &langBanks[w.langIndex(d)]
 	var paras []string
 	var b strings.Builder
 	left := d.words
@@ -33,28 +34,29 @@ func (w *Web) mainText(d *doc) []string {
 		b.Reset()
 		sentence := 0
 		for i := 0; i < plen; i++ {
-			wd := wordAt(r)
+			wd := lb.words[r.intn(len(lb.words))]
 			comma := r.intn(12) == 0
 			if er != nil && er.float() < rate {
-				wd = wordList[er.intn(len(wordList))]
+				wd = lb.words[er.intn(len(lb.words))]
 			}
 			if sentence == 0 {
 				sentence = 6 + r.intn(14)
-				if b.Len() > 0 {
+				if b.Len() > 0 && lb.spaced {
 					b.WriteByte(' ')
 				}
-				b.WriteString(strings.ToUpper(wd[:1]))
-				b.WriteString(wd[1:])
-			} else {
+				if lb.cased {
+					wd = capitalize(wd)
+				}
+			} else if lb.spaced {
 				b.WriteByte(' ')
-				b.WriteString(wd)
 			}
+			b.WriteString(wd)
 			sentence--
 			if sentence == 0 || i == plen-1 {
-				b.WriteByte('.')
+				b.WriteString(lb.stop)
 				sentence = 0
 			} else if comma {
-				b.WriteByte(',')
+				b.WriteString(lb.comma)
 			}
 		}
 		paras = append(paras, b.String())
@@ -213,7 +215,11 @@ func (w *Web) renderHTML(d *doc) []byte {
 		}
 		return s
 	}
-	b.WriteString("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n")
+	if la, _ := w.langAttr(d); la != "" {
+		b.WriteString("<!DOCTYPE html>\n<html lang=\"" + la + "\">\n<head>\n<meta charset=\"utf-8\">\n")
+	} else {
+		b.WriteString("<!DOCTYPE html>\n<html>\n<head>\n<meta charset=\"utf-8\">\n")
+	}
 	b.WriteString("<title>" + esc(d.title) + "</title>\n")
 	if d.base != "" {
 		b.WriteString("<base href=" + attr(d.base) + ">\n")

@@ -80,6 +80,7 @@ func run(args []string) error {
 	fs.BoolVar(&c.LinkVariety, "link-variety", c.LinkVariety, "relative, protocol-relative, uppercase, :80, fragment, escaped links")
 	fs.BoolVar(&c.TrackingParams, "tracking-params", c.TrackingParams, "utm_*, fbclid, sid, ;jsessionid= on links")
 	fs.IntVar(&c.NofollowHosts, "nofollow-hosts", c.NofollowHosts, "hosts with meta robots nofollow / rel=nofollow")
+	fs.BoolVar(&c.Languages, "languages", c.Languages, "article text in en, de, fr, es, ru, zh, ja, ar, hi; <html lang> right, absent or wrong")
 	fs.IntVar(&c.OptOutHosts, "opt-out-hosts", c.OptOutHosts, "hosts with X-Robots-Tag, tdm-reservation, noai (first: tdmrep.json)")
 	fs.DurationVar(&c.LatencyMedian, "latency-median", c.LatencyMedian, "median first-byte latency of hosts (log-normal per host and request; 0: instant)")
 	fs.Float64Var(&c.LatencyHostSigma, "latency-host-sigma", 0.8, "spread of host medians (log-normal shape)")
