@@ -1,6 +1,8 @@
 package archive
 
 import (
+	"github.com/crawlnode/crawlnode/internal/clustertest"
+
 	"bufio"
 	"bytes"
 	stdgzip "compress/gzip"
@@ -303,16 +305,23 @@ func TestCDXJWrittenAtCloseMatchesRecords(t *testing.T) {
 	}
 }
 
-func TestCDXJRebuiltOnOpenAndAfterCrash(t *testing.T) {
-	dir := t.TempDir()
-	cfg := testConfig(dir)
+// indexedCrawl writes writeIndexedCrawl's records into small rotating WARC files, closes
+// the writer (so every file has its index) and returns the writer's config (cfg.Dir holds
+// the files) and the files.
+func indexedCrawl(t *testing.T) (cfg Config, files []string) {
+	t.Helper()
+	cfg = testConfig(t.TempDir())
 	cfg.MaxFileSize = 16 << 10
 	w := mustOpen(t, cfg)
 	writeIndexedCrawl(t, w)
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	files := warcFiles(t, dir)
+	return cfg, warcFiles(t, cfg.Dir)
+}
+
+func TestCDXJRebuiltOnOpenAndAfterCrash(t *testing.T) {
+	cfg, files := indexedCrawl(t)
 	want := map[string][]byte{}
 	for _, p := range files {
 		want[p], _ = os.ReadFile(p + IndexSuffix)
@@ -325,22 +334,16 @@ func TestCDXJRebuiltOnOpenAndAfterCrash(t *testing.T) {
 	}
 	last := files[len(files)-1]
 	appendBytes(t, last, []byte{0x1f, 0x8b, 0x08, 0, 0, 0})
-	w = mustOpen(t, cfg)
+	w := mustOpen(t, cfg)
 	// Closed files are re-indexed in the background; Close would stop that between files.
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		n := 0
+	clustertest.Eventually(t, 10*time.Second, "every closed file's index rebuilt", func() bool {
 		for _, p := range files[:len(files)-1] {
-			if _, err := os.Stat(p + IndexSuffix); err == nil {
-				n++
+			if _, err := os.Stat(p + IndexSuffix); err != nil {
+				return false
 			}
 		}
-		if n == len(files)-1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d missing indexes rebuilt", n, len(files)-1)
-		}
-	}
+		return true
+	})
 	ws := writeN(t, w, 500, 1, 300) // appended to the adopted newest file
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
@@ -397,15 +400,8 @@ func TestCDXJCorruptFileNamesFileAndOffset(t *testing.T) {
 }
 
 func TestMergeIndexes(t *testing.T) {
-	dir := t.TempDir()
-	cfg := testConfig(dir)
-	cfg.MaxFileSize = 16 << 10
-	w := mustOpen(t, cfg)
-	writeIndexedCrawl(t, w)
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	files := warcFiles(t, dir)
+	cfg, files := indexedCrawl(t)
+	dir := cfg.Dir
 	var all []string
 	for _, p := range files {
 		all = append(all, checkIndexFile(t, p)...)

@@ -89,15 +89,8 @@ func readWACZ(t *testing.T, b []byte) map[string][]byte {
 }
 
 func TestWriteWACZ(t *testing.T) {
-	dir := t.TempDir()
-	cfg := testConfig(dir)
-	cfg.MaxFileSize = 16 << 10
-	w := mustOpen(t, cfg)
-	writeIndexedCrawl(t, w)
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	warcs := warcFiles(t, dir)
+	cfg, warcs := indexedCrawl(t)
+	dir := cfg.Dir
 	bad := filepath.Join(dir, "bad-20250304050607-00099-n1.warc.gz")
 	if err := os.WriteFile(bad, []byte{0x1f, 0x8b, 0x08, 0, 1, 2, 3}, 0o644); err != nil {
 		t.Fatal(err)
