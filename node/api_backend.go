@@ -335,3 +335,11 @@ func (n *Node) Status() api.Status {
 	st.RateHistory = n.rate.history()
 	return st
 }
+
+// ExportFiles lists this node's outputs for a cluster export (Node.ExportFiles).
+func (b apiBackend) ExportFiles() ([]api.ExportFile, error) { return b.node.ExportFiles() }
+
+// OpenExportFile opens one of them (Node.OpenExportFile).
+func (b apiBackend) OpenExportFile(kind, name string) (api.ExportReader, int64, time.Time, error) {
+	return b.node.OpenExportFile(kind, name)
+}
