@@ -319,9 +319,12 @@ func (n *Node) Status() api.Status {
 		},
 		Errors: n.stats.errorsByClass(),
 	}
+	st.MaxPages, st.ClusterPages, st.LimitReached = n.budget.figures()
 	switch {
 	case n.running.Load() == 0:
 		st.State = "stopped"
+	case st.LimitReached:
+		st.State = "limit_reached"
 	case n.Paused():
 		st.State = "paused"
 	}
