@@ -286,3 +286,57 @@ func TestClusterExportAPI(t *testing.T) {
 	}
 	t.Logf("n3 stopped: failed as it should:\n%s", tail(msg, 500))
 }
+
+// TestExportAPISingleNode: a node alone answers `export --api` as `export --data` does for
+// its directory: the same corpus records and the same URL list.
+func TestExportAPISingleNode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crawl")
+	}
+	w, addr := web(t, func(c *simweb.Config) {
+		c.Hosts, c.Seed = 4, 5
+		c.SlowHosts, c.TrickleHosts, c.HugeHosts = 0, 0, 0
+	})
+	data := filepath.Join(t.TempDir(), "data")
+	args := slices.DeleteFunc(crawlArgs(data, addr, w, t), func(a string) bool { return a == "--exit-when-done" })
+	c := startCrawler(t, args...)
+	defer func() {
+		c.cmd.Process.Kill()
+		<-c.done
+	}()
+	n := &cnode{name: "alone", data: data, c: c}
+	api := n.api(t)
+	clusterIdle(t, api, 3*time.Minute)
+	out := t.TempDir()
+	for _, f := range []string{"jsonl", "urls"} {
+		viaAPI, viaData := filepath.Join(out, "api."+f), filepath.Join(out, "data."+f)
+		if code, msg := runExport(t, "--api", api, "--format", f, "--out", viaAPI, "--include-duplicates", "--include-rejected"); code != 0 {
+			t.Fatalf("export --api %s: exit %d\n%s", f, code, msg)
+		}
+		if code, msg := runExport(t, "--data", data, "--format", f, "--out", viaData, "--include-duplicates", "--include-rejected"); code != 0 {
+			t.Fatalf("export --data %s: exit %d\n%s", f, code, msg)
+		}
+		var a, d map[string]int
+		if f == "jsonl" {
+			a, d = map[string]int{}, map[string]int{}
+			for u, rs := range exportedJSONL(t, viaAPI) {
+				a[u] = len(rs)
+			}
+			for u, rs := range exportedJSONL(t, viaData) {
+				d[u] = len(rs)
+			}
+		} else {
+			a, d = exportedURLs(t, viaAPI), exportedURLs(t, viaData)
+		}
+		if len(a) == 0 || len(a) != len(d) {
+			t.Errorf("%s: --api has %d URLs, --data %d", f, len(a), len(d))
+		}
+		for u := range d {
+			if a[u] != 1 {
+				t.Errorf("%s: %s is %d times in the --api export", f, u, a[u])
+				break
+			}
+		}
+		t.Logf("%s: %d URLs both ways", f, len(a))
+	}
+}

@@ -205,6 +205,11 @@ func (e *apiExport) copyFile(ctx context.Context, m exportMember, f api.ExportFi
 	if f.Kind == api.ExportKindCorpus {
 		sub = "corpus"
 	}
+	// A member that stops sending mid-file fails the copy after copyIdle without a byte.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	idle := time.AfterFunc(copyIdle, cancel)
+	defer idle.Stop()
 	name := f.Name
 	resp, err := e.get(ctx, m.base+"/v1/export/files/"+f.Kind+"/"+url.PathEscape(name))
 	var hs *httpStatusError
@@ -216,16 +221,33 @@ func (e *apiExport) copyFile(ctx context.Context, m exportMember, f api.ExportFi
 		return err
 	}
 	defer resp.Body.Close()
+	if !api.ValidExportName(f.Kind, name) {
+		return fmt.Errorf("bad file name %q", name)
+	}
 	out, err := os.Create(filepath.Join(dir, sub, name))
 	if err != nil {
 		return err
 	}
-	_, err = io.Copy(out, io.TeeReader(resp.Body, e.progress))
+	_, err = io.Copy(out, io.TeeReader(resp.Body, io.MultiWriter(e.progress, idleReset{idle})))
+	if err != nil && ctx.Err() != nil {
+		err = fmt.Errorf("stalled: no byte for %s (%w)", copyIdle, err)
+	}
 	if cerr := out.Close(); err == nil {
 		err = cerr
 	}
 	e.progress.fileDone()
 	return err
+}
+
+// copyIdle is how long a file's copy may go without a byte before it fails.
+const copyIdle = time.Minute
+
+// idleReset pushes the copy's idle deadline back with every read.
+type idleReset struct{ t *time.Timer }
+
+func (r idleReset) Write(b []byte) (int, error) {
+	r.t.Reset(copyIdle)
+	return len(b), nil
 }
 
 // run copies every member and writes the output; it returns the members left out (with
