@@ -2,11 +2,13 @@ package e2e
 
 import (
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/crawlnode/crawlnode/internal/clustertest"
 	"github.com/crawlnode/crawlnode/simweb"
 )
 
@@ -115,5 +117,59 @@ func TestClusterMaxPages(t *testing.T) {
 	}
 	if rep.RobotsViolations != 0 || rep.BeforeRobots != 0 || rep.PolitenessViolations != 0 {
 		t.Errorf("robots violations %d, before robots %d, politeness violations %d: %v", rep.RobotsViolations, rep.BeforeRobots, rep.PolitenessViolations, first(rep.PolitenessSamples, 5))
+	}
+}
+
+// TestClusterMaxPagesStatus: without --exit-when-done the members stop fetching at the
+// cluster's limit and keep running; the status of any member says the limit is reached,
+// with the cluster's count, and the server sees no more page fetches.
+func TestClusterMaxPagesStatus(t *testing.T) {
+	if testing.Short() {
+		t.Skip("cluster crawl")
+	}
+	const maxPages, concurrency = 600, 32
+	w, addr := web(t, func(c *simweb.Config) {
+		c.Hosts, c.Seed = 40, 9
+		c.SlowHosts, c.TrickleHosts, c.HugeHosts = 0, 0, 0
+	})
+	base := slices.DeleteFunc(clusterArgs(addr, 0, 30*time.Second), func(a string) bool { return a == "--exit-when-done" })
+	cr := newClusterRun(t, append(base, "--max-pages", strconv.Itoa(maxPages)))
+	n1 := cr.addThree(seedsFile(t, w))
+	var st struct {
+		State        string `json:"state"`
+		MaxPages     int64  `json:"max_pages"`
+		ClusterPages int64  `json:"cluster_pages"`
+		LimitReached bool   `json:"limit_reached"`
+		Nodes        []struct {
+			Node  string `json:"node"`
+			State string `json:"state"`
+		} `json:"nodes"`
+	}
+	clustertest.Eventually(t, 2*time.Minute, "the cluster's status saying limit_reached", func() bool {
+		return fetchJSON(n1.api(t)+"/v1/crawl/status", &st) == nil && st.LimitReached && len(st.Nodes) == 3
+	})
+	if st.MaxPages != maxPages || st.ClusterPages != maxPages {
+		t.Errorf("status: max_pages %d, cluster_pages %d, want %d both", st.MaxPages, st.ClusterPages, maxPages)
+	}
+	got := pageFetches(w.Log())
+	time.Sleep(2 * time.Second) // stopped: nothing more arrives
+	after := pageFetches(w.Log())
+	t.Logf("limit %d: status %+v; the server answered %d page fetches, %d two seconds later", maxPages, st, got, after)
+	if got < maxPages || after > maxPages+3*concurrency || after != got {
+		t.Errorf("the server answered %d page fetches, then %d; want %d to %d and no more", got, after, maxPages, maxPages+3*concurrency)
+	}
+	for _, n := range cr.nodes {
+		if !n.running() {
+			t.Errorf("%s exited without --exit-when-done", n.name)
+		}
+	}
+	// Every member has heard it by now (each within about a second).
+	if err := fetchJSON(n1.api(t)+"/v1/crawl/status", &st); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range st.Nodes {
+		if n.State != "limit_reached" {
+			t.Errorf("%s: state %q two seconds after the limit, want limit_reached", n.Node, n.State)
+		}
 	}
 }

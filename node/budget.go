@@ -12,8 +12,9 @@ package node
 //
 // The limit is reached when the members' reported spending adds up to it: each member
 // reports its spending with every ask and return, and every 500 ms while it waits, so all
-// of them see the end within about a second, stop fetching and end their run (with
-// --exit-when-done they exit 0, as a node alone does at its limit).
+// of them see the end within about a second and stop fetching. With --exit-when-done they
+// end their run and exit 0; without it they keep running (API, extract stage), say
+// limit_reached in their status, and fetch again if PATCH /v1/job raises the limit.
 //
 // Decisions where the design is silent:
 //   - The flag seeds the job: a node started with --max-pages N writes N into the job

@@ -245,8 +245,17 @@ func (n *Node) worker(leaseCtx, fetchCtx context.Context, stop func(), commits c
 				limit, pages, _ := n.budget.figures()
 				n.log.Info("the cluster's page limit is reached: fetching stops", "max_pages", limit, "cluster_pages", pages)
 			})
-			stop()
-			return
+			if n.cfg.ExitWhenDone {
+				stop()
+				return
+			}
+			// Keep running (API, extract stage) and fetch again if the limit is raised.
+			select {
+			case <-leaseCtx.Done():
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+			continue
 		}
 		if !n.budget.available() {
 			// No page of the limit free here: wait for a grant rather than lease URLs that

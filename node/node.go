@@ -36,7 +36,8 @@ type Config struct {
 	// (or MaxPages is reached) and the extract stage has drained.
 	ExitWhenDone bool
 	// MaxPages stops fetching after this many fetches were recorded in the whole cluster
-	// (0 = no limit): it seeds the job configuration's limit (see budget.go).
+	// (0 = no limit): it seeds the job configuration's limit (see budget.go). The run
+	// ends there only with ExitWhenDone.
 	MaxPages int64
 	// MaxDepth bounds link hops from a seed. Default 16; MaxDepthSet must be true for an
 	// explicit 0 (the seeds only, and where they redirect: list mode).
@@ -79,7 +80,7 @@ type Config struct {
 	// interval from its estimated change rate within [RecrawlMin, RecrawlMax] (defaults 1h
 	// and 30 days), with a conditional GET; RevisitShare (default 0.5) is the share of a
 	// host's requests revisits get while it also has new URLs. A continuous crawl never
-	// ends by itself (ExitWhenDone waits for ever; use MaxPages or a signal).
+	// ends by itself (ExitWhenDone waits for ever; use MaxPages with ExitWhenDone, or a signal).
 	Recrawl                bool
 	RecrawlMin, RecrawlMax time.Duration
 	RevisitShare           float64

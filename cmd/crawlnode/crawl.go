@@ -78,7 +78,7 @@ func newCrawlFlags(name string) *crawlFlags {
 	fs.Var(&f.seeds, "seed", "seed URL (repeatable)")
 	fs.StringVar(&f.seedsFile, "seeds", "", "file of seed URLs, one a line (# comments and blank lines ignored)")
 	fs.BoolVar(&c.ExitWhenDone, "exit-when-done", false, "exit 0 once the frontier is empty and nothing is in flight (or --max-pages is reached)")
-	fs.Int64Var(&c.MaxPages, "max-pages", 0, "stop after this many fetches in the whole cluster (0 = no limit); written into the job configuration when it has none (PATCH /v1/job max_pages changes it)")
+	fs.Int64Var(&c.MaxPages, "max-pages", 0, "stop fetching once the whole cluster recorded this many fetches (0 = no limit; exit with --exit-when-done); written into the job configuration when it has none (PATCH /v1/job max_pages changes it)")
 	fs.IntVar(&c.MaxDepth, "max-depth", 16, "maximum link hops from a seed (0: the seeds only, and where they redirect: list mode, as wget -i)")
 	fs.IntVar(&c.MaxPagesPerHost, "max-pages-per-host", 100000, "maximum URLs admitted per host")
 	f.durationVar(&c.Delay, "delay", time.Second, "delay between requests to a host when robots.txt gives no Crawl-delay (0 allowed; a bare number is seconds: 0.5 = 500ms)")
