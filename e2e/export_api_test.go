@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"archive/zip"
 	"bufio"
 	"encoding/json"
 	"fmt"
@@ -261,6 +262,41 @@ func TestClusterExportAPI(t *testing.T) {
 	if len(missJ)+len(missU)+len(missW)+len(twice) > 0 {
 		t.Errorf("not exactly once: jsonl %d %v, urls %d %v, warc %d %v, twice %v",
 			len(missJ), first(missJ, 5), len(missU), first(missU, 5), len(missW), first(missW, 5), first(twice, 5))
+	}
+
+	// The index and the package: one sorted index line per WARC capture, every member's
+	// WARC files in one WACZ.
+	_, msg, pc := export("cdxj", "all.cdxj")
+	b, err := os.ReadFile(pc)
+	if err != nil {
+		t.Fatalf("cdxj export: %v\n%s", err, msg)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	captures := 0
+	for _, n := range warc {
+		captures += n
+	}
+	if !slices.IsSorted(lines) || len(lines) != captures {
+		t.Errorf("cdxj export: %d lines (sorted %v), the WARC export has %d captures", len(lines), slices.IsSorted(lines), captures)
+	}
+	_, msg, pz := export("wacz", "all.wacz")
+	zr, err := zip.OpenReader(pz)
+	if err != nil {
+		t.Fatalf("wacz export: %v\n%s", err, msg)
+	}
+	members := map[string]bool{}
+	for _, f := range zr.File {
+		if strings.HasPrefix(f.Name, "archive/") {
+			for _, n := range cr.nodes {
+				if strings.HasSuffix(f.Name, "-"+n.name+".warc.gz") {
+					members[n.name] = true
+				}
+			}
+		}
+	}
+	zr.Close()
+	if len(members) != 3 {
+		t.Errorf("wacz export holds WARC files of %v, want all three members", members)
 	}
 
 	// One member stopped: the export names it and writes nothing.
