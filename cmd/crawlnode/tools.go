@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/crawlnode/crawlnode/archive"
 	"github.com/crawlnode/crawlnode/frontier"
 	"github.com/crawlnode/crawlnode/node"
 )
@@ -39,6 +40,11 @@ func runExport(args []string) error {
 	fs.BoolVar(&o.IncludeDuplicates, "include-duplicates", false, "jsonl, markdown: include pages marked duplicate_of")
 	fs.BoolVar(&o.IncludeRejected, "include-rejected", false, "jsonl, markdown: include pages a quality filter or opt-out signal left out")
 	fs.StringVar(&o.Out, "out", "", "output file (- for standard output), a directory for markdown; jsonl is zstd-compressed when it ends in .zst")
+	var apiBase, apiToken string
+	var allowPartial bool
+	fs.StringVar(&apiBase, "api", "", "export the whole cluster through this node's API (http://HOST:PORT) instead of --data")
+	fs.StringVar(&apiToken, "api-token", os.Getenv("CRAWLNODE_API_TOKEN"), "with --api: the cluster's API token")
+	fs.BoolVar(&allowPartial, "allow-partial", false, "with --api: when a member cannot be read, export the others and name it (default: fail, write nothing)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -54,14 +60,11 @@ func runExport(args []string) error {
 	if o.Format == node.ExportMarkdown && o.Out == "-" {
 		return usageError{"export: --format markdown writes a directory: --out DIR"}
 	}
-	st, err := node.Export(o)
-	for _, d := range st.Damaged {
-		if o.Format == node.ExportCDXJ || o.Format == node.ExportWACZ {
-			fmt.Fprintf(os.Stderr, "crawlnode: export: damaged WARC file %s at offset %d: its records from there on are left out of the index: %v\n", d.File, d.Offset, d.Err)
-			continue
-		}
-		fmt.Fprintf(os.Stderr, "crawlnode: export: damaged WARC file %s at offset %d (records resume at %d): %v\n", d.File, d.Offset, d.Resume, d.Err)
+	if apiBase != "" {
+		return runExportAPI(apiBase, apiToken, allowPartial, o)
 	}
+	st, err := node.Export(o)
+	printDamage(o.Format, st.Damaged)
 	if err != nil {
 		return err
 	}
@@ -70,6 +73,17 @@ func runExport(args []string) error {
 		return fmt.Errorf("export: %d damaged regions in WARC files were skipped; every readable record was exported", len(st.Damaged))
 	}
 	return nil
+}
+
+// printDamage reports the damaged WARC regions an export skipped.
+func printDamage(f node.ExportFormat, damaged []archive.Damage) {
+	for _, d := range damaged {
+		if f == node.ExportCDXJ || f == node.ExportWACZ || f == node.ExportURLs && d.Resume < 0 {
+			fmt.Fprintf(os.Stderr, "crawlnode: export: damaged WARC file %s at offset %d: its records from there on are left out of the index: %v\n", d.File, d.Offset, d.Err)
+			continue
+		}
+		fmt.Fprintf(os.Stderr, "crawlnode: export: damaged WARC file %s at offset %d (records resume at %d): %v\n", d.File, d.Offset, d.Resume, d.Err)
+	}
 }
 
 func runDeadLetters(args []string) error {
