@@ -151,6 +151,11 @@ func newPDFEngine(cfg PDFConfig, instances int) *pdfEngine {
 
 var errEngineClosed = errors.New("corpus: pdf engine closed")
 
+// engineStart serializes engine starts in a process: with a CacheDir, the first start
+// compiles the module and writes the cache, and the others (the nodes of an in-process
+// test cluster, a restarted stage) then load it, instead of each compiling at once.
+var engineStart sync.Mutex
+
 func (e *pdfEngine) get() (pdfium.Pool, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -175,6 +180,8 @@ func (e *pdfEngine) get() (pdfium.Pool, error) {
 		e.cache = cache
 		rc = rc.WithCompilationCache(cache)
 	}
+	engineStart.Lock()
+	defer engineStart.Unlock()
 	e.pool, e.err = webassembly.Init(webassembly.Config{
 		MinIdle:       0,
 		MaxIdle:       e.instances,
