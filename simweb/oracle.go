@@ -374,6 +374,9 @@ type PageInfo struct {
 	Language    string   `json:"language,omitempty"`     // true language of the main text (ISO 639-1)
 	LangAttr    string   `json:"lang_attr,omitempty"`    // <html lang> as served ("" for none)
 	LangAttrIs  string   `json:"lang_attr_is,omitempty"` // LangAttrRight, LangAttrNone or LangAttrWrong
+	// PDF: the body is a PDF (declared, or behind a text/html label) whose Title and
+	// MainText paragraphs are known.
+	PDF bool `json:"pdf,omitempty"`
 }
 
 // Page returns the ground truth of a URL (canonicalized first). ok is false for unknown
@@ -418,6 +421,11 @@ func (w *Web) Page(u string) (PageInfo, bool) {
 		return pi, true
 	case kPDF:
 		pi.Status, pi.ContentType = 200, "application/pdf"
+		pi.Title, _, pi.MainText = w.pdfDoc(rs.h, rs.n)
+		pi.Language, pi.PDF = "en", true
+		if rs.h.has(fTDMRep) {
+			pi.OptOut = []string{"tdmrep.json"} // it reserves the whole host
+		}
 		return pi, true
 	case kPNG:
 		pi.Status, pi.ContentType = 200, "image/png"
@@ -427,6 +435,11 @@ func (w *Web) Page(u string) (PageInfo, bool) {
 		return pi, true
 	case kMislabeled:
 		pi.Status, pi.ContentType = 200, htmlType
+		pi.Title, _, pi.MainText = w.pdfDoc(rs.h, mislabeledPDF+rs.n)
+		pi.Language, pi.PDF = "en", true
+		if rs.h.has(fTDMRep) {
+			pi.OptOut = []string{"tdmrep.json"} // it reserves the whole host
+		}
 		return pi, true
 	case kHuge:
 		pi.Status, pi.ContentType = 200, htmlType

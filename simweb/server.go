@@ -484,7 +484,7 @@ func (w *Web) serve(rw flushWriter, r *http.Request, rs res, first bool, now tim
 	case kBin:
 		w.write(rw, r, h, 200, "application/octet-stream", w.binBody(h, rs.n))
 	case kMislabeled:
-		w.write(rw, r, h, 200, htmlType, w.pdfBody(h, rs.n))
+		w.write(rw, r, h, 200, htmlType, w.pdfBody(h, mislabeledPDF+rs.n))
 	case kSitemap, kSitemapIndex, kSitemapPart:
 		ct := "application/xml"
 		if rs.kind == kSitemapPart && rs.n == 1 {
