@@ -136,15 +136,20 @@
 // that TeX makes by positioning ("AbstractSyntaxNotationOne(ASN.1)library..."), at a
 // similar CPU cost (docs/bench-log/2026-12-03-pdf.md), and runs in the node's own memory
 // with no cap of its own. pdfcpu (approved here only from an old copy) validates and edits
-// PDFs; text in reading order is not among its features.
+// PDFs; its extract command gives raw content streams, not text in reading order.
+//
 // Costs, measured in BENCHMARKS.md ("PDF extraction"): the binary grows
 // by ~11 MB (the 6 MB module plus wazero); wazero compiles the module once per process,
-// ~8-14 s of one core and ~300 MB of transient heap, so the engine starts on the first
+// ~8-14 s of one core and some 300 MB of heap while it runs, so the engine starts on the first
 // PDF (a crawl without PDFs pays nothing) and keeps its compiled code in PDFConfig.CacheDir
 // (the node's default: the user's cache directory, else the data directory), from which
-// a restart loads it in ~0.25 s. Each document runs in a fresh instance (ReuseWorkers
-// false): its memory is returned after it, and a document that broke an instance leaves
-// nothing behind; at most Workers+1 instances exist (one a worker, one for Stage.Page).
+// a restart loads it in ~0.25 s; engine starts are serialized in a process, so the nodes of
+// an in-process test cluster compile once. An instance serves one document at a time and
+// then the next (a fresh one costs ~12 ms of CPU, as much as a one-page document's text),
+// unless its document failed, timed out or grew its memory past 64 MiB: then it is
+// dropped, so a document that broke or exhausted an instance leaves nothing behind, and a
+// big document's memory is returned. At most Workers+1 instances exist (one a worker, one
+// for Stage.Page).
 //
 // Limits and reasons (Record.Rejected; the record keeps its WARC location either way):
 // a body over PDFConfig.MaxBytes (default 32 MiB) is "too_large" unopened; a document

@@ -37,6 +37,9 @@ const (
 	DefaultPDFMaxMemory = 512 << 20
 	// pdfMaxTextRunes caps the text taken from one PDF: pages past it are not read.
 	pdfMaxTextRunes = 4 << 20
+	// pdfReuseMemory: an instance whose WebAssembly memory grew past this is dropped after
+	// its document rather than kept for the next (its memory never shrinks).
+	pdfReuseMemory = 64 << 20
 )
 
 // Rejection reasons of PDFs (Record.Rejected), besides too_large (body above
@@ -130,10 +133,11 @@ func sniffPDF(body []byte) bool {
 }
 
 // pdfEngine owns the PDFium WebAssembly pool. It is built on the first PDF (compiling the
-// module costs about a second of CPU and its code some tens of MiB), so a crawl without
-// PDFs pays nothing. Every document gets a fresh instance (ReuseWorkers false): its memory
-// is freed with it, and a document that broke or exhausted an instance leaves nothing behind
-// for the next one.
+// module costs about 10 s of one core, loading it from CacheDir a quarter of a second), so
+// a crawl without PDFs pays nothing. An instance serves document after document (a fresh
+// one costs ~20 ms of CPU, more than a small PDF's text), but one that failed, timed out
+// or grew past pdfReuseMemory is dropped: a document that broke or exhausted an instance
+// leaves nothing behind for the next one, and a big document's memory is returned.
 type pdfEngine struct {
 	cfg       PDFConfig
 	instances int
@@ -186,6 +190,7 @@ func (e *pdfEngine) get() (pdfium.Pool, error) {
 		MinIdle:       0,
 		MaxIdle:       e.instances,
 		MaxTotal:      e.instances,
+		ReuseWorkers:  true,
 		RuntimeConfig: rc,
 		// No file system: documents are handed over as bytes.
 		FSConfig: wazero.NewFSConfig(),
@@ -293,8 +298,10 @@ func (e *pdfEngine) extractWith(ctx context.Context, body []byte, after func(pdf
 			err = &pdfRejection{reason: RejectPDFBroken, detail: fmt.Sprintf("pdf engine panic: %v", p)}
 			return
 		}
-		// An instance that failed is not trusted again (it is killed, not returned).
-		finish(err != nil)
+		// An instance that failed is not trusted again (it is killed, not returned), nor
+		// kept with a big document's memory.
+		size, ok := instanceMemory(inst)
+		finish(err != nil || !ok || size > pdfReuseMemory)
 	}()
 	doc, err = readPDF(inst, body, e.cfg.MaxPages)
 	if after != nil {

@@ -540,3 +540,22 @@ func TestPDFOwnerOnlyEncrypted(t *testing.T) {
 		t.Errorf("title %q, text %q", doc.title, out.text)
 	}
 }
+
+// TestPDFInstanceReuse: one instance serves documents one after another and nothing of
+// one reaches the next.
+func TestPDFInstanceReuse(t *testing.T) {
+	cfg := testPDF()
+	cfg.setDefaults()
+	e := newPDFEngine(cfg, 1)
+	defer e.close()
+	for i, title := range []string{"First document", "Second document", "Third document"} {
+		doc, err := e.extract(context.Background(), simweb.MakePDF(title, []simweb.PDFBlock{{Level: 1, Text: title}, {Text: genParagraphs(uint64(40+i), 1, 50)[0]}}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := pdfLayout(doc.lines)
+		if doc.title != title || strings.Count(out.text, "document") != 1 {
+			t.Errorf("document %d: title %q, text %.80q", i, doc.title, out.text)
+		}
+	}
+}
