@@ -1,9 +1,11 @@
 package e2e
 
 // The PDF check of issue 39 (item 2): simweb's binary hosts serve real PDFs of known text
-// (declared application/pdf at /files/N.pdf, and behind a text/html label at
-// /mislabeled/N.html); the exported corpus must hold each with its text, title, language
-// and Markdown headings, judged by simweb's truth, not by the crawler's counters.
+// (declared application/pdf at /files/1.pdf, and behind a text/html label at
+// /mislabeled/1.html) and three hostile ones (/files/2-4.pdf: broken, 200,000 pages, a
+// decompression bomb); the exported corpus must hold each good one with its text, title,
+// language and Markdown headings, and each hostile one with its reason, judged by simweb's
+// truth, not by the crawler's counters; the crawl ends normally.
 
 import (
 	"regexp"
@@ -14,13 +16,22 @@ import (
 	"github.com/crawlnode/crawlnode/simweb"
 )
 
-// pdfWeb: 12 hosts, half of them binary hosts (a PDF, a mislabeled PDF, a PNG, binary .html).
+// pdfWeb: 12 hosts, half of them binary hosts (a PDF, a mislabeled PDF, a PNG, binary .html,
+// and three hostile PDFs).
 func pdfWeb(c *simweb.Config) {
 	c.Hosts = 12
 	c.Seed = 31
 	c.MeanPages = 20
 	c.BinaryHosts = 6
+	c.HostilePDFs = true
 	c.CrawlDelayHosts = 0
+}
+
+// hostileReason is the record each of simweb's hostile PDFs must get.
+var hostileReason = map[string]string{
+	"broken": corpus.RejectPDFBroken,
+	"pages":  corpus.RejectPDFTooManyPages,
+	"bomb":   corpus.RejectTooLarge, // past --pdf-max-memory
 }
 
 var e2eWord = regexp.MustCompile(`[\pL\pN]+`)
@@ -50,13 +61,15 @@ func TestCorpusPDF(t *testing.T) {
 		t.Skip("crawl")
 	}
 	w, addr := web(t, pdfWeb)
-	recs := exportAll(t, crawlWeb(t, w, addr))
+	// A 128 MiB cap on the engine's memory: the 1 GiB bomb passes it.
+	recs := exportAll(t, crawlWeb(t, w, addr, "--pdf-max-memory", "134217728"))
 	byURL := map[string]corpus.Record{}
 	for _, r := range recs {
 		byURL[canon(r.URL)] = r
 	}
 	want := 0
 	declared, mislabeled, optedOut := 0, 0, 0
+	hostile := map[string]int{}
 	for _, u := range w.MustReach(reportOptions(0)) {
 		pi, ok := w.Page(u)
 		if !ok || !pi.PDF {
@@ -66,6 +79,17 @@ func TestCorpusPDF(t *testing.T) {
 		r, ok := byURL[u]
 		if !ok {
 			t.Errorf("%s: PDF without a corpus record", u)
+			continue
+		}
+		if pi.PDFHostile != "" {
+			hostile[pi.PDFHostile]++
+			want := hostileReason[pi.PDFHostile]
+			if len(pi.OptOut) > 0 {
+				want = corpus.RejectOptOut // dropped before it is opened
+			}
+			if r.Rejected != want {
+				t.Errorf("%s (hostile %s): rejected %q (%.100s), want %q", u, pi.PDFHostile, r.Rejected, r.RejectDetail, want)
+			}
 			continue
 		}
 		if len(pi.OptOut) > 0 {
@@ -98,9 +122,10 @@ func TestCorpusPDF(t *testing.T) {
 			t.Errorf("%s: Markdown lacks the title heading or the two section headings:\n%.300s", u, r.Markdown)
 		}
 	}
-	t.Logf("%d PDFs to reach: %d declared and %d mislabeled kept with their text, %d opted out", want, declared, mislabeled, optedOut)
-	if declared == 0 || mislabeled == 0 {
-		t.Fatalf("the web must serve both declared and mislabeled PDFs (%d, %d)", declared, mislabeled)
+	t.Logf("%d PDFs to reach: %d declared and %d mislabeled kept with their text, %d opted out; hostile ones, each with its record: %v",
+		want, declared, mislabeled, optedOut, hostile)
+	if declared == 0 || mislabeled == 0 || len(hostile) != len(hostileReason) {
+		t.Fatalf("the web must serve declared, mislabeled and every hostile PDF (%d, %d, %v)", declared, mislabeled, hostile)
 	}
 	// Other binary bodies still get no text.
 	for u, r := range byURL {

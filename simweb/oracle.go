@@ -377,6 +377,9 @@ type PageInfo struct {
 	// PDF: the body is a PDF (declared, or behind a text/html label) whose Title and
 	// MainText paragraphs are known.
 	PDF bool `json:"pdf,omitempty"`
+	// PDFHostile names a hostile PDF (Config.HostilePDFs): "broken", "pages" or "bomb";
+	// such a PDF has no Title or MainText.
+	PDFHostile string `json:"pdf_hostile,omitempty"`
 }
 
 // Page returns the ground truth of a URL (canonicalized first). ok is false for unknown
@@ -420,12 +423,16 @@ func (w *Web) Page(u string) (PageInfo, bool) {
 		pi.Status, pi.ContentType = 500, htmlType
 		return pi, true
 	case kPDF:
-		pi.Status, pi.ContentType = 200, "application/pdf"
-		pi.Title, _, pi.MainText = w.pdfDoc(rs.h, rs.n)
-		pi.Language, pi.PDF = "en", true
+		pi.Status, pi.ContentType, pi.PDF = 200, "application/pdf", true
 		if rs.h.has(fTDMRep) {
 			pi.OptOut = []string{"tdmrep.json"} // it reserves the whole host
 		}
+		if hostile := hostilePDFName(rs.n); hostile != "" {
+			pi.PDFHostile = hostile
+			return pi, true
+		}
+		pi.Title, _, pi.MainText = w.pdfDoc(rs.h, rs.n)
+		pi.Language = "en"
 		return pi, true
 	case kPNG:
 		pi.Status, pi.ContentType = 200, "image/png"

@@ -2,8 +2,10 @@ package simweb
 
 import (
 	"bytes"
+	"compress/zlib"
 	"fmt"
 	"strings"
+	"sync"
 )
 
 // PDFBlock is a heading (Level 1 or 2) or a paragraph (Level 0) of a generated PDF.
@@ -174,3 +176,81 @@ func (w *Web) pdfBody(h *host, n int) []byte {
 // mislabeledPDF shifts the text seed of the PDFs served as text/html, so that they are not
 // copies of the declared ones.
 const mislabeledPDF = 100
+
+// hostilePDFName names /files/N.pdf's hostile PDF (Config.HostilePDFs), "" for N = 1.
+func hostilePDFName(n int) string {
+	switch n {
+	case 2:
+		return "broken"
+	case 3:
+		return "pages"
+	case 4:
+		return "bomb"
+	}
+	return ""
+}
+
+var (
+	bombOnce sync.Once
+	bombPDF  []byte
+)
+
+// hostilePDF returns the bytes of hostile PDF n (the same for every host). The bomb is
+// compressed once per process (about 2 s of CPU).
+func hostilePDF(n int) []byte {
+	switch hostilePDFName(n) {
+	case "broken":
+		b := []byte("%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj\n<< /Type /Catalog /Pages 2 0 R >>\nendobj\n")
+		for i := 0; len(b) < 4096; i++ {
+			b = append(b, byte(i*131+7))
+		}
+		return b
+	case "pages":
+		// One page node listed 1,000 times by a node listed 200 times.
+		return rawPDF([]string{
+			"<< /Type /Catalog /Pages 2 0 R >>",
+			"<< /Type /Pages /Kids [" + strings.Repeat("3 0 R ", 200) + "] /Count 200000 >>",
+			"<< /Type /Pages /Parent 2 0 R /Kids [" + strings.Repeat("4 0 R ", 1000) + "] /Count 1000 >>",
+			"<< /Type /Page /Parent 3 0 R /MediaBox [0 0 200 200] >>",
+		})
+	case "bomb":
+		bombOnce.Do(func() {
+			var inner, outer bytes.Buffer
+			zw, _ := zlib.NewWriterLevel(&inner, zlib.BestCompression)
+			chunk := bytes.Repeat([]byte(" "), 1<<20)
+			for i := 0; i < 1024; i++ {
+				zw.Write(chunk)
+			}
+			zw.Close()
+			zw, _ = zlib.NewWriterLevel(&outer, zlib.BestCompression)
+			zw.Write(inner.Bytes())
+			zw.Close()
+			bombPDF = rawPDF([]string{
+				"<< /Type /Catalog /Pages 2 0 R >>",
+				"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+				"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 200 200] /Contents 4 0 R >>",
+				fmt.Sprintf("<< /Length %d /Filter [/FlateDecode /FlateDecode] >>\nstream\n%s\nendstream", outer.Len(), outer.Bytes()),
+			})
+		})
+		return bombPDF
+	}
+	return nil
+}
+
+// rawPDF writes objects 1..n with a valid cross-reference table.
+func rawPDF(objs []string) []byte {
+	var b bytes.Buffer
+	b.WriteString("%PDF-1.4\n")
+	off := make([]int, len(objs))
+	for i, o := range objs {
+		off[i] = b.Len()
+		fmt.Fprintf(&b, "%d 0 obj\n%s\nendobj\n", i+1, o)
+	}
+	x := b.Len()
+	fmt.Fprintf(&b, "xref\n0 %d\n0000000000 65535 f \n", len(objs)+1)
+	for _, o := range off {
+		fmt.Fprintf(&b, "%010d 00000 n \n", o)
+	}
+	fmt.Fprintf(&b, "trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n", len(objs)+1, x)
+	return b.Bytes()
+}
