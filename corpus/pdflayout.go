@@ -94,7 +94,7 @@ func pdfLayout(lines []pdfLine) pdfText {
 		if b.level > 0 {
 			md.WriteString(strings.Repeat("#", b.level) + " ")
 		}
-		md.WriteString(escapeMarkdown(b.text))
+		md.WriteString(escapeMarkdown(b.text, b.level == 0))
 		md.WriteByte('\n')
 	}
 	out.text, out.markdown = strings.TrimSpace(t.String()), strings.TrimSpace(md.String())
@@ -187,9 +187,10 @@ func joinPDFLines(lines []string) string {
 	return strings.Join(strings.Fields(strings.ReplaceAll(b.String(), "\x02", "-")), " ")
 }
 
-// escapeMarkdown escapes what would read as Markdown syntax in a paragraph of plain text:
-// inline emphasis, code, links and HTML, and block markers at its start.
-func escapeMarkdown(s string) string {
+// escapeMarkdown escapes what would read as Markdown syntax in a block of plain text: inline
+// emphasis, code, links and HTML, and, in a paragraph (not after a heading's #), block
+// markers at its start.
+func escapeMarkdown(s string, paragraph bool) string {
 	var b strings.Builder
 	for _, r := range s {
 		switch r {
@@ -199,14 +200,17 @@ func escapeMarkdown(s string) string {
 		b.WriteRune(r)
 	}
 	out := b.String()
+	if !paragraph {
+		return out
+	}
 	switch {
 	case strings.HasPrefix(out, "#"), strings.HasPrefix(out, ">"), strings.HasPrefix(out, "-"),
 		strings.HasPrefix(out, "+"), strings.HasPrefix(out, "="), strings.HasPrefix(out, "|"):
 		return "\\" + out
 	}
-	// "1. " or "1) " at the start would start an ordered list.
+	// "1. " or "1) " at the start would start an ordered list ("2.1 ..." would not).
 	if i := strings.IndexFunc(out, func(r rune) bool { return r < '0' || r > '9' }); i > 0 && i < len(out) &&
-		(out[i] == '.' || out[i] == ')') {
+		(out[i] == '.' || out[i] == ')') && (i+1 == len(out) || out[i+1] == ' ') {
 		return out[:i] + "\\" + out[i:]
 	}
 	return out
