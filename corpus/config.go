@@ -218,6 +218,9 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: Filters.MaxLinkDensity %v not in [0,1]", ErrInvalidConfig, c.Filters.MaxLinkDensity)
 	case c.PDF.MaxMemory < 16<<20:
 		return fmt.Errorf("%w: PDF.MaxMemory %d below 16 MiB, too little for the PDF engine", ErrInvalidConfig, c.PDF.MaxMemory)
+	case !c.PDF.Disabled && c.PDF.MaxMemory < int64(c.PDF.MaxBytes)+16<<20:
+		// The document is copied into the engine's memory before it is read.
+		return fmt.Errorf("%w: PDF.MaxMemory %d must exceed PDF.MaxBytes %d by 16 MiB at least", ErrInvalidConfig, c.PDF.MaxMemory, c.PDF.MaxBytes)
 	}
 	for _, l := range c.Filters.Languages {
 		if len(l) != 2 {

@@ -268,7 +268,11 @@ func (e *pdfEngine) extractWith(ctx context.Context, body []byte, after func(pdf
 	if err != nil {
 		return doc, &pdfRejection{reason: RejectExtractFailed, detail: err.Error()}
 	}
-	inst, err := pool.GetInstanceWithContext(ctx)
+	// Workers+1 instances: a worker finds one free; Stage.Page calls beyond that wait, at
+	// most Timeout.
+	wctx, cancel := context.WithTimeout(ctx, e.cfg.Timeout)
+	inst, err := pool.GetInstanceWithContext(wctx)
+	cancel()
 	if err != nil {
 		return doc, &pdfRejection{reason: RejectExtractFailed, detail: "pdf engine: " + err.Error()}
 	}
