@@ -398,11 +398,13 @@ func TestPDFTimeout(t *testing.T) {
 }
 
 // TestPDFStage: PDFs by Content-Type and by their bytes (mislabeled as HTML or octet-stream)
-// get text, title, language and Markdown; a copy under another URL is an exact duplicate;
+// get text, title, language and Markdown; a copy under another URL is an exact duplicate,
+// one with a word added a near duplicate;
 // other binary types are dropped without reading their body; PDF.Disabled drops PDFs.
 func TestPDFStage(t *testing.T) {
 	paras := genParagraphs(21, 3, 70)
 	doc := simweb.MakePDF("Field notes", []simweb.PDFBlock{{Level: 1, Text: "Field notes"}, {Text: paras[0]}, {Level: 2, Text: "Method"}, {Text: paras[1] + " " + paras[2]}})
+	near := simweb.MakePDF("Field notes", []simweb.PDFBlock{{Level: 1, Text: "Field notes"}, {Text: paras[0]}, {Level: 2, Text: "Method"}, {Text: strings.Replace(paras[1], " ", " zebra ", 1) + " " + paras[2]}})
 	other := simweb.MakePDF("Other notes", []simweb.PDFBlock{{Level: 1, Text: "Other notes"}, {Text: strings.Join(genParagraphs(22, 3, 70), " ")}})
 	run := func(t *testing.T, pdf PDFConfig) (map[string]Record, *site) {
 		db := openMemDB(t)
@@ -412,6 +414,7 @@ func TestPDFStage(t *testing.T) {
 		for i, c := range []struct{ url, ct, body string }{
 			{"http://a.test/notes.pdf", "application/pdf", string(doc)},
 			{"http://b.test/copy.pdf", "application/pdf", string(doc)},
+			{"http://b.test/edited.pdf", "application/pdf", string(near)},
 			{"http://c.test/page.html", "text/html", string(other)},
 			{"http://d.test/download", "application/octet-stream", string(append([]byte(nil), other[:len(other)-1]...)) + "\n"},
 			{"http://e.test/image.png", "image/png", "\x89PNG..."},
@@ -447,6 +450,9 @@ func TestPDFStage(t *testing.T) {
 	}
 	if b := recs["http://b.test/copy.pdf"]; b.DuplicateKind != DupExact || b.DuplicateOf != "http://a.test/notes.pdf" {
 		t.Errorf("copy.pdf: duplicate %q of %q", b.DuplicateKind, b.DuplicateOf)
+	}
+	if b := recs["http://b.test/edited.pdf"]; b.DuplicateKind != DupNear || b.DuplicateOf != "http://a.test/notes.pdf" {
+		t.Errorf("edited.pdf (one word added): duplicate %q of %q", b.DuplicateKind, b.DuplicateOf)
 	}
 	for _, u := range []string{"http://c.test/page.html", "http://d.test/download"} {
 		if r := recs[u]; r.Rejected != "" || r.Title != "Other notes" {
