@@ -134,6 +134,8 @@ type Config struct {
 	// (BENCHMARKS.md, "Markdown beside the text") and roughly doubles a kept record's size
 	// before compression.
 	NoMarkdown bool
+	// PDF bounds PDF extraction (limits, Disabled); see PDFConfig and the package doc.
+	PDF PDFConfig
 	// Load returns the page body for a job, e.g. read back from WARC (required). HTML that is
 	// valid UTF-8 is parsed as is; anything else is decoded by the Content-Type charset, a BOM
 	// or <meta charset>, as browsers do.
@@ -172,6 +174,7 @@ func (c *Config) setDefaults() {
 		c.DeferBelowIdle = DefaultDeferBelowIdle
 	}
 	c.Filters.setDefaults()
+	c.PDF.setDefaults()
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -213,6 +216,11 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: Filters.MinTextLength %d < 0", ErrInvalidConfig, c.Filters.MinTextLength)
 	case c.Filters.MaxLinkDensity < 0 || c.Filters.MaxLinkDensity > 1:
 		return fmt.Errorf("%w: Filters.MaxLinkDensity %v not in [0,1]", ErrInvalidConfig, c.Filters.MaxLinkDensity)
+	case c.PDF.MaxMemory < 16<<20:
+		return fmt.Errorf("%w: PDF.MaxMemory %d below 16 MiB, too little for the PDF engine", ErrInvalidConfig, c.PDF.MaxMemory)
+	case !c.PDF.Disabled && c.PDF.MaxMemory < int64(c.PDF.MaxBytes)+16<<20:
+		// The document is copied into the engine's memory before it is read.
+		return fmt.Errorf("%w: PDF.MaxMemory %d must exceed PDF.MaxBytes %d by 16 MiB at least", ErrInvalidConfig, c.PDF.MaxMemory, c.PDF.MaxBytes)
 	}
 	for _, l := range c.Filters.Languages {
 		if len(l) != 2 {
@@ -265,9 +273,9 @@ type Quality struct {
 // Rejection reasons (Record.Rejected).
 const (
 	RejectStatus        = "status"        // not a 2xx final status
-	RejectContentType   = "content_type"  // not HTML/XHTML
+	RejectContentType   = "content_type"  // not HTML/XHTML nor PDF
 	RejectLoad          = "load_failed"   // the body could not be read back
-	RejectTooLarge      = "too_large"     // body above MaxBodyBytes
+	RejectTooLarge      = "too_large"     // body above MaxBodyBytes (PDF.MaxBytes for PDFs), or a PDF over PDF.MaxMemory
 	RejectParse         = "parse_failed"  // not parseable as HTML
 	RejectOptOut        = "opt_out"       // noindex / noai / TDM reservation and !IncludeOptOut
 	RejectNoText        = "no_text"       // the extractor found no main text (detail "no page text": the page has none)
@@ -309,19 +317,21 @@ type Record struct {
 	ContentHash string `json:"content_hash,omitempty"`
 	// SimHash is the 64-bit near-duplicate fingerprint (see SimHash) as 16 hex digits (set
 	// whenever text was extracted).
-	SimHash       string    `json:"simhash,omitempty"`
-	DuplicateOf   string    `json:"duplicate_of,omitempty"`
-	DuplicateKind string    `json:"duplicate_kind,omitempty"`
-	DupDistance   int       `json:"duplicate_distance,omitempty"`
-	Quality       Quality   `json:"quality"`
-	Rejected      string    `json:"rejected,omitempty"`
-	RejectDetail  string    `json:"reject_detail,omitempty"`
-	OptOut        []string  `json:"opt_out,omitempty"`
-	TDMPolicy     string    `json:"tdm_policy,omitempty"`
-	WARCFile      string    `json:"warc_file,omitempty"`
-	WARCOffset    int64     `json:"warc_offset"`
-	WARCLength    int64     `json:"warc_length,omitempty"`
-	ExtractedAt   time.Time `json:"extracted_at"`
+	SimHash       string  `json:"simhash,omitempty"`
+	DuplicateOf   string  `json:"duplicate_of,omitempty"`
+	DuplicateKind string  `json:"duplicate_kind,omitempty"`
+	DupDistance   int     `json:"duplicate_distance,omitempty"`
+	Quality       Quality `json:"quality"`
+	// PDFPages is a PDF's page count (0 for HTML, and for PDFs that could not be opened).
+	PDFPages     int       `json:"pdf_pages,omitempty"`
+	Rejected     string    `json:"rejected,omitempty"`
+	RejectDetail string    `json:"reject_detail,omitempty"`
+	OptOut       []string  `json:"opt_out,omitempty"`
+	TDMPolicy    string    `json:"tdm_policy,omitempty"`
+	WARCFile     string    `json:"warc_file,omitempty"`
+	WARCOffset   int64     `json:"warc_offset"`
+	WARCLength   int64     `json:"warc_length,omitempty"`
+	ExtractedAt  time.Time `json:"extracted_at"`
 }
 
 // Kept reports whether the record is corpus text: not rejected and not a duplicate.

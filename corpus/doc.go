@@ -36,6 +36,9 @@
 //   - Markdown beside the text (Record.Markdown, unless Config.NoMarkdown): the same main
 //     content go-trafilatura's text is made of, with headings, paragraphs, lists, tables,
 //     code blocks, emphasis, links (absolute) and images' alt text; see "Markdown" below.
+//   - PDFs (declared application/pdf or x-pdf, or a body starting with %PDF- whatever its
+//     label): text, Markdown, title, language and page count from PDFium; the same
+//     duplicate indexes and text filters as pages; see "PDFs" below.
 //   - The corpus: zstd JSONL shards corpus-<node>-<seq6>.jsonl.zst in Config.OutDir, one
 //     Record a page, rotated at Config.ShardMaxBytes uncompressed; ReadShards reads them back.
 //
@@ -112,6 +115,80 @@
 // (v2.5.2 of June 2026 is used). Writing our own would mean owning escaping,
 // list nesting and table rules that it already has tests for. The cost is measured by
 // BenchmarkRealWorld (with and without Markdown, BENCHMARKS.md).
+//
+// PDFs:
+//
+// The node queues a 2xx response for the stage when it is a PDF by its Content-Type
+// (application/pdf, application/x-pdf) or by its bytes (the %PDF- header within the first
+// 1024 bytes, where readers accept it), also behind a text/html label. In the stage a body is
+// read back and sniffed only for HTML and the types a mislabeled PDF is commonly served as
+// (application/octet-stream, text/plain, application/x-download...); images, scripts and
+// the like are dropped on their type without a WARC read.
+//
+// Library: PDFium (Chrome's PDF engine) compiled to WebAssembly, run by wazero through
+// github.com/klippa-app/go-pdfium/webassembly v1.21.5: no cgo, so the FROM scratch image
+// stays. PDFium's text matches poppler's pdftotext on real documents (word F1 1.000 and
+// 0.9995 on the two Debian manuals in testdata/pdf, TestPDFRealWorld); it opens what
+// browsers open, repairs what they repair, handles every standard filter, font encoding
+// and security handler, and is fuzzed continuously upstream. The pure-Go reader tried,
+// github.com/ledongthuc/pdf (a fork of rsc.io/pdf, no tagged release), scored word F1 0.22
+// and 0.16 against pdftotext on the same two manuals: its GetPlainText drops the spaces
+// that TeX makes by positioning ("AbstractSyntaxNotationOne(ASN.1)library..."), at a
+// similar CPU cost (docs/bench-log/2026-12-03-pdf.md), and runs in the node's own memory
+// with no cap of its own. pdfcpu (approved here only from an old copy) validates and edits
+// PDFs; its extract command gives raw content streams, not text in reading order.
+//
+// Costs, measured in BENCHMARKS.md ("PDF extraction"): the binary grows
+// by ~11 MB (the 6 MB module plus wazero); wazero compiles the module once per process,
+// ~8-14 s of one core and some 300 MB of heap while it runs, so the engine starts on the first
+// PDF (a crawl without PDFs pays nothing) and keeps its compiled code in PDFConfig.CacheDir
+// (the node's default: the user's cache directory, else the data directory), from which
+// a restart loads it in ~0.25 s; engine starts are serialized in a process, so the nodes of
+// an in-process test cluster compile once. An instance serves one document at a time and
+// then the next (a fresh one costs ~12 ms of CPU, as much as a one-page document's text),
+// unless its document failed, timed out or grew its memory past 64 MiB: then it is
+// dropped, so a document that broke or exhausted an instance leaves nothing behind, and a
+// big document's memory is returned. At most Workers+1 instances exist (one a worker, one
+// for Stage.Page).
+//
+// Limits and reasons (Record.Rejected; the record keeps its WARC location either way):
+// a body over PDFConfig.MaxBytes (default 32 MiB) is "too_large" unopened; a document
+// that needs a password or an unknown security handler is "pdf_encrypted" (one with an
+// empty user password, owner restrictions only, is read as readers do); one PDFium cannot
+// open is "pdf_broken" (it first tries to repair a broken cross-reference table); over
+// PDFConfig.MaxPages (default 500) is "pdf_too_many_pages", told from the page tree before
+// any page is read; past PDFConfig.Timeout (default 30 s, open to last page) a watchdog
+// kills the instance (wazero's WithCloseOnContextDone interrupts it inside PDFium) and the
+// record is "pdf_timeout"; an instance's WebAssembly memory is capped at
+// PDFConfig.MaxMemory (default 512 MiB), and a document that needs more (a
+// decompression bomb, a huge image) makes PDFium abort: "too_large" (told from other
+// traps by the instance's memory at the time, near the cap); pages with no text at all
+// (scans without OCR) give "pdf_no_text_layer". A panic in the Go side of the engine is
+// recovered ("pdf_broken"). At most 4 Mi characters are taken from a document (pages
+// after that are not read). TestPDFHostile runs broken, truncated, garbage-xref,
+// encrypted, 200,000-page, 4 GiB-bomb and deeply nested files through a stage: each gets
+// its record, and a good PDF after them is extracted.
+//
+// Text and Markdown: PDFium's text per page in its reading order (FPDFText_GetText, its
+// lines separated by the line breaks it generates), with, for each line, the font size
+// of its first character and its position (two more calls a line, not one a character).
+// pdfLayout then makes paragraphs (by vertical gaps against the page's usual line gap,
+// font size changes, columns, page breaks) and headings by font size: lines set at least
+// 15% above the body size (the size most characters use), ranked into #, ## and ### by
+// size. The document outline (bookmarks) is not used: many PDFs have none, and its titles
+// need matching to the text. Line-end hyphens PDFium marks are joined when the word goes
+// on in lower case. Text is one paragraph or heading a line; Markdown the same blocks with
+// headings marked and Markdown characters escaped. Title: the document information's
+// Title unless empty or a file name ("report.docx", "Microsoft Word - ..."), else the
+// first heading, else the first line. Language: whatlanggo (the detector go-trafilatura
+// uses for pages) on the first 64 KiB of the text. The filters that judge text apply
+// (MinTextLength, Languages); link density and boilerplate share are HTML facts and stay
+// 0; Quality.VisibleChars is the text's non-space characters. Duplicates: the same exact
+// and near indexes as pages, so a PDF served under two URLs is an exact duplicate.
+//
+// CPU: PDF work runs inside a worker's process call, on the worker's own (niced) thread
+// and after the worker passed the CPU gate (cpuGate) like any page: the fetch stage never
+// waits for it. TestPDFGate shows a PDF job held while the gate is closed.
 //
 // Record format: shards carry no version number; fields are only ever added, with omitempty,
 // so shards written before Markdown existed read as records with an empty Markdown.

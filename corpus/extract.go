@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"mime"
 	"net/url"
 	"slices"
 	"strconv"
@@ -30,6 +29,8 @@ type extractor struct {
 	maxBody  int
 	// md converts kept pages' main content to Markdown; nil with Config.NoMarkdown.
 	md *converter.Converter
+	// pdf extracts PDFs; nil with PDFConfig.Disabled.
+	pdf *pdfEngine
 }
 
 func newExtractor(cfg *Config) *extractor {
@@ -37,12 +38,18 @@ func newExtractor(cfg *Config) *extractor {
 	if !cfg.NoMarkdown {
 		md = newMarkdownConverter()
 	}
+	var pdf *pdfEngine
+	if !cfg.PDF.Disabled {
+		// One instance a worker, and one for Stage.Page.
+		pdf = newPDFEngine(cfg.PDF, cfg.Workers+1)
+	}
 	return &extractor{
 		filters:  cfg.Filters,
 		token:    strings.ToLower(cfg.UserAgentToken),
 		fallback: cfg.Fallback,
 		maxBody:  cfg.MaxBodyBytes,
 		md:       md,
+		pdf:      pdf,
 	}
 }
 
@@ -69,7 +76,12 @@ func (e *extractor) preCheck(j *Job) (reason, detail string) {
 	if j.Status < 200 || j.Status > 299 {
 		return RejectStatus, strconv.Itoa(j.Status)
 	}
-	if !isHTML(j.ContentType) {
+	switch {
+	case isPDFType(j.ContentType):
+		if e.pdf == nil {
+			return RejectPDFDisabled, ""
+		}
+	case !isHTML(j.ContentType) && (e.pdf == nil || !mayBePDF(j.ContentType)):
 		return RejectContentType, j.ContentType
 	}
 	if !e.filters.IncludeOptOut && len(optOutSignals(j, nil, e.token)) > 0 {
@@ -82,10 +94,7 @@ func isHTML(contentType string) bool {
 	if contentType == "" {
 		return true // sniffed as HTML by the fetcher, or unknown: try
 	}
-	mt, _, err := mime.ParseMediaType(contentType)
-	if err != nil {
-		mt = strings.ToLower(strings.TrimSpace(strings.SplitN(contentType, ";", 2)[0]))
-	}
+	mt := mediaType(contentType)
 	return mt == "text/html" || mt == "application/xhtml+xml"
 }
 
@@ -122,6 +131,15 @@ func (e *extractor) run(j *Job, body []byte, useShortcut bool) analysis {
 	if reason, detail := e.preCheck(j); reason != "" {
 		rec.OptOut = optOutSignals(j, nil, e.token)
 		return reject(reason, detail)
+	}
+	if isPDFType(j.ContentType) || sniffPDF(body) {
+		if e.pdf == nil {
+			return reject(RejectPDFDisabled, "")
+		}
+		return e.runPDF(j, body, rec)
+	}
+	if !isHTML(j.ContentType) {
+		return reject(RejectContentType, j.ContentType) // read back to sniff: not a PDF
 	}
 	if len(body) > e.maxBody {
 		return reject(RejectTooLarge, strconv.Itoa(len(body)))

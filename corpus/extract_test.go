@@ -14,7 +14,7 @@ import (
 )
 
 func testExtractor(f Filters) *extractor {
-	cfg := Config{Filters: f}
+	cfg := Config{Filters: f, PDF: testPDF()}
 	cfg.setDefaults()
 	return newExtractor(&cfg)
 }
@@ -88,7 +88,8 @@ func TestAnalyzeFilters(t *testing.T) {
 	}{
 		{name: "kept", body: good, text: true},
 		{name: "status", job: func(j *Job) { j.Status = 404 }, body: good, reason: RejectStatus},
-		{name: "content type", job: func(j *Job) { j.ContentType = "application/pdf" }, body: good, reason: RejectContentType},
+		{name: "content type", job: func(j *Job) { j.ContentType = "image/png" }, body: good, reason: RejectContentType},
+		{name: "declared pdf, html body", job: func(j *Job) { j.ContentType = "application/pdf" }, body: good, reason: RejectPDFBroken},
 		{name: "xhtml ok", job: func(j *Job) { j.ContentType = "application/xhtml+xml" }, body: good, text: true},
 		{name: "too short", body: short, filters: Filters{MaxLinkDensity: 1}, reason: RejectTooShort},
 		{name: "too short lowered", body: short, filters: Filters{MinTextLength: 5, MaxLinkDensity: 1}, text: true},

@@ -784,7 +784,7 @@ func (s *Stage) Shutdown(ctx context.Context) error {
 	started := s.started
 	s.mu.Unlock()
 	if !started {
-		return nil
+		return s.closePDF()
 	}
 	s.cancel()
 	done := make(chan struct{})
@@ -794,9 +794,20 @@ func (s *Stage) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	if err := s.closePDF(); err != nil {
+		s.log.Warn("close pdf engine", "err", err)
+	}
 	st := s.Stats()
 	s.log.Info("extract stage stopped", "backlog", st.Backlog, "held", st.Held.Round(time.Millisecond), "held_spells", st.HeldSpells)
 	return s.err()
+}
+
+// closePDF releases the PDF engine (its WebAssembly instances and compiled code).
+func (s *Stage) closePDF() error {
+	if s.extractor.pdf == nil {
+		return nil
+	}
+	return s.extractor.pdf.close()
 }
 
 // Stats returns a snapshot of the counters.

@@ -454,6 +454,10 @@ func TestConfigValidate(t *testing.T) {
 		"lang":       func(c *Config) { c.Filters.Languages = []string{"eng"} },
 		"min length": func(c *Config) { c.Filters.MinTextLength = -1 },
 		"nice":       func(c *Config) { c.Nice = IdleNice + 1 },
+		"pdf memory": func(c *Config) { c.PDF.MaxMemory = 8 << 20 },
+		"pdf memory below bytes": func(c *Config) {
+			c.PDF.MaxBytes, c.PDF.MaxMemory = 100<<20, 64<<20
+		},
 	}
 	for name, mod := range cases {
 		c := ok

@@ -105,10 +105,14 @@ func canon(u string) string {
 }
 
 // expectsRecord says whether simweb's page u must have a corpus record: a final 2xx answer
-// declared text/html whose body is HTML. Redirects, errors, declared non-HTML and binary
-// served as text/html (sniffed, RFC 7231 / WHATWG) are not corpus pages.
+// declared text/html whose body is HTML, or a PDF (declared, or behind a text/html label).
+// Redirects, errors, other declared non-HTML and other binary served as text/html
+// (sniffed, RFC 7231 / WHATWG) are not corpus pages.
 func expectsRecord(w *simweb.Web, u string) (simweb.PageInfo, bool) {
 	pi, ok := w.Page(u)
+	if ok && pi.PDF && pi.Status == 200 {
+		return pi, true
+	}
 	if !ok || pi.Status < 200 || pi.Status > 299 || !strings.HasPrefix(pi.ContentType, "text/html") {
 		return pi, false
 	}

@@ -483,6 +483,12 @@ func (n *Node) record(ctx context.Context, l *frontier.Lease, hostKey string, re
 		n.processHTML(ctx, l, resp, loc, tdm, ws)
 	case fetch.KindSitemap:
 		n.processSitemap(l, resp, ws)
+	case fetch.KindOther:
+		// PDFs, declared or by their bytes (also behind a text/html label): no links are
+		// followed from them, but their text goes to the corpus.
+		if corpus.IsPDF(resp.ContentType, resp.Body) {
+			n.queueExtract(l, resp, loc, tdm, ws)
+		}
 	}
 	return out
 }
@@ -500,6 +506,11 @@ func (n *Node) processHTML(ctx context.Context, l *frontier.Lease, resp *fetch.R
 		splitCash(ws.cands, l.Cash)
 		ws.keep(n, ws.cands)
 	}
+	n.queueExtract(l, resp, loc, tdm, ws)
+}
+
+// queueExtract has the committer queue the page for the extract stage (unless NoExtract).
+func (n *Node) queueExtract(l *frontier.Lease, resp *fetch.Response, loc warcLoc, tdm *tdmPolicy, ws *workerState) {
 	if n.cfg.NoExtract {
 		return
 	}

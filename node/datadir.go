@@ -44,6 +44,17 @@ func (d *DataDir) BadgerDir() string { return filepath.Join(d.Path, "badger") }
 func (d *DataDir) WARCDir() string   { return filepath.Join(d.Path, "warc") }
 func (d *DataDir) CorpusDir() string { return filepath.Join(d.Path, "corpus") }
 
+// PDFCacheDir is where the PDF engine's compiled code is kept: the user's cache directory
+// when there is one (shared by the nodes of a machine: the code depends only on the
+// module and wazero's version), else the data directory (a FROM scratch image has no
+// $HOME).
+func (d *DataDir) PDFCacheDir() string {
+	if dir, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(dir, "crawlnode-pdfium")
+	}
+	return filepath.Join(d.Path, "pdfium-cache")
+}
+
 // SeenIndexDir holds the frontier's seen-index files while the node runs (unlinked while
 // open, so it stays empty; rebuilt from Badger at every start).
 func (d *DataDir) SeenIndexDir() string { return filepath.Join(d.Path, "seenidx") }

@@ -64,7 +64,7 @@
 //	  -> fetch (fasthttp, limits; conditional for a revisit)
 //	  -> revisit unchanged (304, same body)? WARC revisit record, Done (next visit scheduled)
 //	  -> WARC record written (response, or revisit for a payload seen before)
-//	  -> redirect target / links / sitemap URLs, HTML page's extract job: kept by the slot
+//	  -> redirect target / links / sitemap URLs, HTML page's (or PDF's) extract job: kept by the slot
 //	  -> handed to the committers (bounded queue); the slot leases its next URL at once
 //	  -> committer (group commit of many leases): frontier.Add of all links, one extract
 //	     Enqueue of all jobs and one payload-index write (durable), then one

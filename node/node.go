@@ -114,6 +114,12 @@ type Config struct {
 	// NoMarkdown leaves the corpus records without Markdown (corpus.Config.NoMarkdown), to
 	// save its share of the extract stage's CPU. Default false.
 	NoMarkdown bool
+	// PDF bounds PDF extraction (corpus.PDFConfig: Disabled, MaxBytes, MaxPages, Timeout,
+	// MaxMemory, CacheDir). Zero values take corpus's defaults; CacheDir defaults to the
+	// user's cache directory (crawlnode-pdfium under os.UserCacheDir, shared by the nodes
+	// of a machine), else the data directory's pdfium-cache, so that a restarted node
+	// does not compile the engine again.
+	PDF corpus.PDFConfig
 	// BoundedMemory keeps the node's resident set bounded for very large frontiers: a
 	// soft Go memory limit (badgermem.GoMemoryLimit, unless GOMEMLIMIT is set; applied by
 	// the binary) and the trimmer that drops Badger's memory-mapped table pages from the
@@ -451,6 +457,10 @@ func (n *Node) openStages() error {
 	if err != nil {
 		return fmt.Errorf("open WARC writer: %w", err)
 	}
+	pdf := n.cfg.PDF
+	if pdf.CacheDir == "" {
+		pdf.CacheDir = n.dir.PDFCacheDir()
+	}
 	n.stage, err = corpus.New(corpus.Config{
 		DB:             n.db,
 		OutDir:         n.dir.CorpusDir(),
@@ -461,6 +471,7 @@ func (n *Node) openStages() error {
 		Load:           n.loadPage,
 		Filters:        n.cfg.Filters,
 		NoMarkdown:     n.cfg.NoMarkdown,
+		PDF:            pdf,
 		Now:            n.cfg.Now,
 		Logger:         n.cfg.Logger,
 	})

@@ -100,7 +100,7 @@ func TestServedLinksMatchOracle(t *testing.T) {
 	pages := 0
 	for _, u := range w.MustReach(ReportOptions{}) {
 		pi, ok := w.Page(u)
-		if !ok || pi.MainText == nil || strings.Contains(u, "/slow/") || strings.Contains(u, "/trickle/") {
+		if !ok || pi.MainText == nil || pi.PDF || strings.Contains(u, "/slow/") || strings.Contains(u, "/trickle/") {
 			continue
 		}
 		code, _, body := serveOnce(w, u)
@@ -272,7 +272,7 @@ func TestBehavioursServed(t *testing.T) {
 	hdrs := map[string]bool{}
 	for _, mu := range w.MustReach(ReportOptions{}) {
 		pi, ok := w.Page(mu)
-		if !ok || pi.MainText == nil || strings.Contains(mu, "/slow/") || strings.Contains(mu, "/trickle/") {
+		if !ok || pi.MainText == nil || pi.PDF || strings.Contains(mu, "/slow/") || strings.Contains(mu, "/trickle/") {
 			continue
 		}
 		code, h, body := serveOnce(w, mu)

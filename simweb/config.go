@@ -137,6 +137,11 @@ type Config struct {
 	// BinaryHosts serve a PDF, a PNG, binary behind a .html name, and a PDF labelled
 	// text/html. Default 20.
 	BinaryHosts int
+	// HostilePDFs: binary hosts also link three hostile PDFs, /files/2.pdf (truncated
+	// garbage after its header), /files/3.pdf (a page tree of 200,000 pages in a few KB) and
+	// /files/4.pdf (a 64 KB content stream, /FlateDecode twice, inflating to 1 GiB);
+	// PageInfo.PDFHostile names which. Default false.
+	HostilePDFs bool
 	// EncodingHosts compress responses (gzip, or brotli when offered) when the client asks.
 	// Default 20.
 	EncodingHosts int

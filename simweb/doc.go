@@ -25,6 +25,12 @@
 //   - Pages are generated lazily per request from (seed, host, page) hashes with a splitmix64
 //     generator (stable across Go releases); New is O(hosts). Nothing is cached, so memory is
 //     the request log plus one robots body per host.
+//   - PDFs are written by MakePDF (pdf.go), a minimal PDF 1.4 writer: Helvetica (a standard
+//     font, nothing embedded), one text object a line, a title by font size and in the
+//     document information, so that what a reader finds (text, headings, title) is known.
+//     Hand-written: it is some sixty lines, and a generator library (fpdf) would add a
+//     dependency with font handling simweb does not need. The one cache: the decompression-bomb PDF of Config.HostilePDFs, compressed once per
+//     process (a constant, the same for every host).
 //   - The link graph is held abstractly (doc.links); the HTML renderer writes each link in one
 //     of several forms (relative, protocol-relative, uppercase host, :80, fragment, tracking
 //     parameters, ;jsessionid=, escaped, reordered query) and the oracle walks the abstract

@@ -504,7 +504,11 @@ func (w *Web) route(hostname, pathq string) res {
 			n, ok := numHTML(b, ".html", 1, 3)
 			return set(kLimited, n, ok && h.has(fRetryAfter))
 		case "files":
-			n, ok := numHTML(b, ".pdf", 1, 2)
+			hi := 2
+			if w.cfg.HostilePDFs {
+				hi = 4
+			}
+			n, ok := numHTML(b, ".pdf", 1, hi)
 			return set(kPDF, n, ok && h.has(fBinary))
 		case "img":
 			n, ok := numHTML(b, ".png", 1, 2)
@@ -923,6 +927,9 @@ func (w *Web) extras(h *host) []string {
 	}
 	if h.has(fBinary) {
 		out = append(out, "/files/1.pdf", "/img/1.png", "/bin/1.html", "/mislabeled/1.html")
+		if w.cfg.HostilePDFs {
+			out = append(out, "/files/2.pdf", "/files/3.pdf", "/files/4.pdf")
+		}
 	}
 	if h.has(fSlow) {
 		out = append(out, "/slow/1.html")

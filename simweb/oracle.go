@@ -374,6 +374,12 @@ type PageInfo struct {
 	Language    string   `json:"language,omitempty"`     // true language of the main text (ISO 639-1)
 	LangAttr    string   `json:"lang_attr,omitempty"`    // <html lang> as served ("" for none)
 	LangAttrIs  string   `json:"lang_attr_is,omitempty"` // LangAttrRight, LangAttrNone or LangAttrWrong
+	// PDF: the body is a PDF (declared, or behind a text/html label) whose Title and
+	// MainText paragraphs are known.
+	PDF bool `json:"pdf,omitempty"`
+	// PDFHostile names a hostile PDF (Config.HostilePDFs): "broken", "pages" or "bomb";
+	// such a PDF has no Title or MainText.
+	PDFHostile string `json:"pdf_hostile,omitempty"`
 }
 
 // Page returns the ground truth of a URL (canonicalized first). ok is false for unknown
@@ -417,7 +423,16 @@ func (w *Web) Page(u string) (PageInfo, bool) {
 		pi.Status, pi.ContentType = 500, htmlType
 		return pi, true
 	case kPDF:
-		pi.Status, pi.ContentType = 200, "application/pdf"
+		pi.Status, pi.ContentType, pi.PDF = 200, "application/pdf", true
+		if rs.h.has(fTDMRep) {
+			pi.OptOut = []string{"tdmrep.json"} // it reserves the whole host
+		}
+		if hostile := hostilePDFName(rs.n); hostile != "" {
+			pi.PDFHostile = hostile
+			return pi, true
+		}
+		pi.Title, _, pi.MainText = w.pdfDoc(rs.h, rs.n)
+		pi.Language = "en"
 		return pi, true
 	case kPNG:
 		pi.Status, pi.ContentType = 200, "image/png"
@@ -427,6 +442,11 @@ func (w *Web) Page(u string) (PageInfo, bool) {
 		return pi, true
 	case kMislabeled:
 		pi.Status, pi.ContentType = 200, htmlType
+		pi.Title, _, pi.MainText = w.pdfDoc(rs.h, mislabeledPDF+rs.n)
+		pi.Language, pi.PDF = "en", true
+		if rs.h.has(fTDMRep) {
+			pi.OptOut = []string{"tdmrep.json"} // it reserves the whole host
+		}
 		return pi, true
 	case kHuge:
 		pi.Status, pi.ContentType = 200, htmlType

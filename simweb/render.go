@@ -440,21 +440,7 @@ func (w *Web) renderSitemap(rs res) []byte {
 	return b.Bytes()
 }
 
-// binary bodies (deterministic)
-func (w *Web) pdfBody(h *host, n int) []byte {
-	r := newRng(mix(uint64(w.cfg.Seed), 13, uint64(h.idx), uint64(n)))
-	var b bytes.Buffer
-	b.WriteString("%PDF-1.4\n%\xe2\xe3\xcf\xd3\n1 0 obj\n<< /Type /Catalog /Pages 2 0 R >>\nendobj\n2 0 obj\n<< /Length 16000 >>\nstream\n")
-	for i := 0; i < 2000; i++ {
-		v := r.next()
-		for j := 0; j < 8; j++ {
-			b.WriteByte(byte(v >> (8 * j)))
-		}
-	}
-	b.WriteString("\nendstream\nendobj\ntrailer\n<< /Root 1 0 R >>\n%%EOF\n")
-	return b.Bytes()
-}
-
+// binary bodies (deterministic); pdfBody is in pdf.go
 func (w *Web) pngBody(h *host, n int) []byte {
 	r := newRng(mix(uint64(w.cfg.Seed), 14, uint64(h.idx), uint64(n)))
 	img := image.NewNRGBA(image.Rect(0, 0, 64, 64))

@@ -478,13 +478,17 @@ func (w *Web) serve(rw flushWriter, r *http.Request, rs res, first bool, now tim
 		d, _ := w.buildDoc(rs)
 		w.write(rw, r, h, 200, htmlType, w.renderHTML(d))
 	case kPDF:
+		if hostilePDFName(rs.n) != "" {
+			w.write(rw, r, h, 200, "application/pdf", hostilePDF(rs.n))
+			break
+		}
 		w.write(rw, r, h, 200, "application/pdf", w.pdfBody(h, rs.n))
 	case kPNG:
 		w.write(rw, r, h, 200, "image/png", w.pngBody(h, rs.n))
 	case kBin:
 		w.write(rw, r, h, 200, "application/octet-stream", w.binBody(h, rs.n))
 	case kMislabeled:
-		w.write(rw, r, h, 200, htmlType, w.pdfBody(h, rs.n))
+		w.write(rw, r, h, 200, htmlType, w.pdfBody(h, mislabeledPDF+rs.n))
 	case kSitemap, kSitemapIndex, kSitemapPart:
 		ct := "application/xml"
 		if rs.kind == kSitemapPart && rs.n == 1 {

@@ -74,6 +74,7 @@ func run(args []string) error {
 	fs.IntVar(&c.HugeHosts, "huge-hosts", c.HugeHosts, "hosts with one huge page")
 	fs.Int64Var(&c.HugeBodyBytes, "huge-body-bytes", c.HugeBodyBytes, "size of the huge body")
 	fs.IntVar(&c.BinaryHosts, "binary-hosts", c.BinaryHosts, "hosts with PDF, PNG, binary .html, mislabeled content")
+	fs.BoolVar(&c.HostilePDFs, "hostile-pdfs", c.HostilePDFs, "binary hosts also link a broken PDF, a 200,000-page PDF and a decompression bomb (/files/2-4.pdf)")
 	fs.IntVar(&c.EncodingHosts, "encoding-hosts", c.EncodingHosts, "hosts compressing with gzip/brotli on request")
 	fs.IntVar(&c.MalformedHosts, "malformed-hosts", c.MalformedHosts, "hosts with malformed HTML pages")
 	fs.IntVar(&c.BaseHrefHosts, "base-href-hosts", c.BaseHrefHosts, "hosts with <base href> pages")
