@@ -37,7 +37,8 @@
 //     content go-trafilatura's text is made of, with headings, paragraphs, lists, tables,
 //     code blocks, emphasis, links (absolute) and images' alt text; see "Markdown" below.
 //   - The corpus: zstd JSONL shards corpus-<node>-<seq6>.jsonl.zst in Config.OutDir, one
-//     Record a page, rotated at Config.ShardMaxBytes uncompressed; ReadShards reads them back.
+//     Record a page, rotated at Config.ShardMaxBytes uncompressed or Config.ShardMaxAge after it
+//     was opened (an uploader ships finished shards only); ReadShards reads them back.
 //
 // Decisions where the design is silent:
 //
