@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/crawlnode/crawlnode/archive"
 	"github.com/crawlnode/crawlnode/frontier"
 	"github.com/crawlnode/crawlnode/node"
 )
@@ -39,6 +40,7 @@ func runExport(args []string) error {
 	fs.BoolVar(&o.IncludeDuplicates, "include-duplicates", false, "jsonl, markdown: include pages marked duplicate_of")
 	fs.BoolVar(&o.IncludeRejected, "include-rejected", false, "jsonl, markdown: include pages a quality filter or opt-out signal left out")
 	fs.StringVar(&o.Out, "out", "", "output file (- for standard output), a directory for markdown; jsonl is zstd-compressed when it ends in .zst")
+	storeFlags := addStoreExportFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -54,14 +56,12 @@ func runExport(args []string) error {
 	if o.Format == node.ExportMarkdown && o.Out == "-" {
 		return usageError{"export: --format markdown writes a directory: --out DIR"}
 	}
-	st, err := node.Export(o)
-	for _, d := range st.Damaged {
-		if o.Format == node.ExportCDXJ || o.Format == node.ExportWACZ {
-			fmt.Fprintf(os.Stderr, "crawlnode: export: damaged WARC file %s at offset %d: its records from there on are left out of the index: %v\n", d.File, d.Offset, d.Err)
-			continue
-		}
-		fmt.Fprintf(os.Stderr, "crawlnode: export: damaged WARC file %s at offset %d (records resume at %d): %v\n", d.File, d.Offset, d.Resume, d.Err)
+	if storeFlags.from != "" {
+		return runExportFrom(storeFlags, o)
 	}
+	st, err := node.Export(o)
+	reportDamage(o, st.Damaged)
+	warnStoreOnly(o.DataDir)
 	if err != nil {
 		return err
 	}
@@ -70,6 +70,17 @@ func runExport(args []string) error {
 		return fmt.Errorf("export: %d damaged regions in WARC files were skipped; every readable record was exported", len(st.Damaged))
 	}
 	return nil
+}
+
+// reportDamage says which regions of WARC files an export skipped.
+func reportDamage(o node.ExportOptions, damaged []archive.Damage) {
+	for _, d := range damaged {
+		if o.Format == node.ExportCDXJ || o.Format == node.ExportWACZ {
+			fmt.Fprintf(os.Stderr, "crawlnode: export: damaged WARC file %s at offset %d: its records from there on are left out of the index: %v\n", d.File, d.Offset, d.Err)
+			continue
+		}
+		fmt.Fprintf(os.Stderr, "crawlnode: export: damaged WARC file %s at offset %d (records resume at %d): %v\n", d.File, d.Offset, d.Resume, d.Err)
+	}
 }
 
 func runDeadLetters(args []string) error {
