@@ -461,3 +461,25 @@ func countFiles(t *testing.T, dir, suffix string) int {
 	}
 	return n
 }
+
+// TestCredentialsRevoked: credentials refused mid-run (the same path as a full store or any
+// refused PUT) make uploads fail and retry with the reason in the state, files wait; once
+// the credentials are accepted again everything is shipped.
+func TestCredentialsRevoked(t *testing.T) {
+	srv := s3test.Start(t, "out")
+	st := dial(t, srv, "s3://out/r")
+	ds := newDirs(t)
+	writeShard(t, ds.corpus, "corpus-n1-000000.jsonl.zst", 10)
+	u, _ := startUploader(t, Config{Store: st, Node: "n1", WARCDir: ds.warc, CorpusDir: ds.corpus, RetryBase: 50 * time.Millisecond, RetryMax: 500 * time.Millisecond})
+	clustertest.Eventually(t, time.Minute, "first shard shipped", func() bool { return u.Stats().Shipped == 1 })
+	srv.RestartWithSecret("a-different-secret-now")
+	writeShard(t, ds.corpus, "corpus-n1-000001.jsonl.zst", 10)
+	u.Wake()
+	clustertest.Eventually(t, time.Minute, "uploads refused", func() bool {
+		s := u.Stats()
+		return s.State == "retrying" && strings.Contains(s.LastError, "credentials refused") && s.UnshippedFiles == 1
+	})
+	srv.RestartWithSecret(s3test.SecretKey)
+	clustertest.Eventually(t, time.Minute, "shipped after the grant", func() bool { return u.Stats().Shipped == 2 })
+	checkStore(t, srv, st, ds, closedFiles(t, ds))
+}

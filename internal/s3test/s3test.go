@@ -63,8 +63,9 @@ type Server struct {
 	ports   ports
 	log     *bytes.Buffer
 
-	mu   sync.Mutex
-	cmd  *exec.Cmd
+	mu     sync.Mutex
+	secret string // the identity's secret now ("" = SecretKey): start's readiness probe signs with it
+	cmd    *exec.Cmd
 	exit chan struct{}
 }
 
@@ -81,7 +82,7 @@ func Start(t testing.TB, bucket string) *Server {
 	}
 	s.sockDir = sock
 	s.config = filepath.Join(s.dir, "s3.json")
-	if err := writeIdentities(s.config); err != nil {
+	if err := writeIdentities(s.config, SecretKey); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -111,10 +112,10 @@ func Start(t testing.TB, bucket string) *Server {
 	return s
 }
 
-func writeIdentities(path string) error {
+func writeIdentities(path, secret string) error {
 	cfg := map[string]any{"identities": []map[string]any{{
 		"name":        "crawlnode",
-		"credentials": []map[string]string{{"accessKey": AccessKey, "secretKey": SecretKey}},
+		"credentials": []map[string]string{{"accessKey": AccessKey, "secretKey": secret}},
 		"actions":     []string{"Admin", "Read", "Write", "List", "Tagging"},
 	}}}
 	b, err := json.Marshal(cfg)
@@ -177,7 +178,16 @@ func (s *Server) start() error {
 	s.mu.Unlock()
 	go func() { _ = cmd.Wait(); close(exit) }()
 	deadline := time.Now().Add(90 * time.Second)
-	c := s.Client(s.t)
+	s.mu.Lock()
+	secret := s.secret
+	s.mu.Unlock()
+	if secret == "" {
+		secret = SecretKey
+	}
+	c, err := minio.New(s.HostPort(), &minio.Options{Creds: credentials.NewStaticV4(AccessKey, secret, ""), Region: Region})
+	if err != nil {
+		return err
+	}
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 		_, err := c.ListBuckets(ctx)
@@ -219,6 +229,24 @@ func (s *Server) Stop() {
 // Restart starts the server again on the same directory and ports.
 func (s *Server) Restart() {
 	s.t.Helper()
+	if err := s.start(); err != nil {
+		s.t.Fatalf("restart seaweedfs: %v\n%s", err, s.Log())
+	}
+}
+
+// RestartWithSecret stops the server and starts it again with the test identity's secret
+// changed to secret: with anything but SecretKey, requests signed with SecretKey are refused
+// (credentials revoked); RestartWithSecret(SecretKey) grants them again. Client, Get and
+// Objects keep using SecretKey, so they fail while it is revoked.
+func (s *Server) RestartWithSecret(secret string) {
+	s.t.Helper()
+	s.Stop()
+	if err := writeIdentities(s.config, secret); err != nil {
+		s.t.Fatal(err)
+	}
+	s.mu.Lock()
+	s.secret = secret
+	s.mu.Unlock()
 	if err := s.start(); err != nil {
 		s.t.Fatalf("restart seaweedfs: %v\n%s", err, s.Log())
 	}
