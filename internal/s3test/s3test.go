@@ -66,7 +66,7 @@ type Server struct {
 	mu     sync.Mutex
 	secret string // the identity's secret now ("" = SecretKey): start's readiness probe signs with it
 	cmd    *exec.Cmd
-	exit chan struct{}
+	exit   chan struct{}
 }
 
 type ports struct{ master, masterGRPC, volume, volumeGRPC, filer, filerGRPC, s3, s3GRPC int }
