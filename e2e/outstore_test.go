@@ -63,9 +63,9 @@ func TestOutputStoreOutage(t *testing.T) {
 	}
 	srv := s3test.Start(t, "crawl")
 	setStoreEnv(t)
-	// About 2,200 requests (~860 must-reach pages, the rest robots.txt and trap budgets) on
-	// 8 hosts at 0.5 s a host: a crawl of about two and a half minutes, so the outage falls
-	// well inside it. (12 hosts: 3,327 requests, 258 s for the whole test.)
+	// 1,918 requests (506 must-reach pages, the rest robots.txt, redirects and trap budgets)
+	// on 8 hosts at 0.5 s a host: a crawl of about two minutes, so the outage falls well
+	// inside it; 206 s for the whole test (12 hosts: 3,327 requests, 258 s).
 	w, addr := web(t, func(c *simweb.Config) { c.Hosts = 8; c.Seed = 7 })
 	data := filepath.Join(t.TempDir(), "data")
 	args := crawlArgs(data, addr, w, t, "--delay", "500ms", "--output-store", "s3://crawl/run1",
@@ -190,5 +190,63 @@ func TestOutputStoreBadInput(t *testing.T) {
 	cmd.Env = append(os.Environ(), "AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY=")
 	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "AWS_ACCESS_KEY_ID") {
 		t.Errorf("missing credentials: %v %s", err, out)
+	}
+}
+
+// TestOutputStorePausesAtBound: with a small --output-store-max-unshipped and the store
+// stopped, fetching stops once the unshipped bytes pass the bound (the server sees no new
+// requests; status says paused), and resumes by itself when the store is back; the crawl
+// then completes with every must-reach page in the store.
+func TestOutputStorePausesAtBound(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crawl with a store outage")
+	}
+	srv := s3test.Start(t, "crawl")
+	setStoreEnv(t)
+	w, addr := web(t, func(c *simweb.Config) { c.Hosts = 4; c.Seed = 3 })
+	data := filepath.Join(t.TempDir(), "data")
+	c := startCrawler(t, crawlArgs(data, addr, w, t, "--delay", "200ms", "--output-store", "s3://crawl/run1",
+		"--s3-endpoint", srv.Endpoint(), "--rotate-every", "1s", "--output-store-max-unshipped", "300000")...)
+	base := apiAddr(t, data)
+	clustertest.Eventually(t, 60*time.Second, "first upload", func() bool {
+		return len(srv.Objects(t, "crawl", "run1/nodes/")) >= 3
+	})
+	srv.Stop()
+	paused := func() bool {
+		var st struct {
+			OutputStore *struct {
+				Paused         bool  `json:"paused"`
+				UnshippedBytes int64 `json:"unshipped_bytes"`
+			} `json:"output_store"`
+		}
+		getJSON(t, base+"/v1/crawl/status?local=1", &st)
+		return st.OutputStore != nil && st.OutputStore.Paused && st.OutputStore.UnshippedBytes > 300000
+	}
+	clustertest.Eventually(t, 90*time.Second, "fetching paused at the bound", paused)
+	time.Sleep(2 * time.Second) // fetches in flight at the pause end
+	n1 := len(w.Log())
+	time.Sleep(5 * time.Second) // the server must see nothing new meanwhile
+	n2 := len(w.Log())
+	t.Logf("paused: %d requests before, %d new in 5 s", n1, n2-n1)
+	if n2 != n1 {
+		t.Errorf("%d requests while paused at the bound", n2-n1)
+	}
+	if !paused() {
+		t.Error("no longer paused while the store is down")
+	}
+	srv.Restart()
+	if code := c.wait(t, 5*time.Minute); code != 0 {
+		t.Fatalf("crawlnode exited %d:\n%s", code, tail(c.stderr.String(), 3000))
+	}
+	if !strings.Contains(c.stderr.String(), "fetching paused: too much output not yet in the output store") {
+		t.Error("the pause was not logged")
+	}
+	rep := w.Report(reportOptions(200 * time.Millisecond))
+	checkClean(t, rep, 0)
+	uris, _ := storeWARCs(t, srv, "crawl", "run1/nodes/")
+	for _, u := range w.MustReach(reportOptions(0)) {
+		if uris[canon(u)] == 0 {
+			t.Errorf("must-reach %s has no WARC record in the store", u)
+		}
 	}
 }
