@@ -147,7 +147,9 @@ func freePorts() (ports, error) {
 func (s *Server) args() []string {
 	p := s.ports
 	i := strconv.Itoa
-	return []string{"server",
+	// -logdir is a global flag (before the command): weed's log files go to the test's dir,
+	// not the system's temp dir.
+	return []string{"-logdir=" + s.dir, "server",
 		"-ip=127.0.0.1", "-ip.bind=127.0.0.1", "-dir=" + s.dir,
 		"-master.port=" + i(p.master), "-master.port.grpc=" + i(p.masterGRPC),
 		"-master.telemetry=false", "-master.volumeSizeLimitMB=64",
