@@ -752,6 +752,9 @@ func (n *Node) closeStores() {
 		if n.client != nil {
 			n.client.Close()
 		}
+		if n.uploader != nil {
+			n.uploader.Close()
+		}
 		if n.warc != nil {
 			if err := n.warc.Close(); err != nil {
 				n.log.Error("close WARC writer", "err", err)

@@ -55,6 +55,7 @@ func dialOutputStore(c OutputStoreConfig) (*outstore.Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadConfig, err)
 	}
+	st.Close() // no idle connection held while the node starts; uploads connect again
 	return st, nil
 }
 

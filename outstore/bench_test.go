@@ -25,6 +25,7 @@ func BenchmarkUpload(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	defer st.Close()
 	dir := b.TempDir()
 	warc, corpusDir := filepath.Join(dir, "warc"), filepath.Join(dir, "corpus")
 	os.MkdirAll(warc, 0o755)

@@ -41,6 +41,7 @@ func dial(t *testing.T, srv *s3test.Server, url string) *Store {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(st.Close) // after the uploader's stop (cleanups run last first)
 	return st
 }
 
@@ -115,9 +116,11 @@ func TestDialRefusesBadInput(t *testing.T) {
 	if objs := srv.Objects(t, "out", ""); len(objs) != 0 {
 		t.Fatalf("objects written: %v", objs)
 	}
-	if _, err := Dial(context.Background(), tg, good); err != nil {
+	st, err := Dial(context.Background(), tg, good)
+	if err != nil {
 		t.Fatalf("good settings refused: %v", err)
 	}
+	st.Close()
 }
 
 // writeWARCs writes n exchanges with bodies of size bytes (incompressible for odd i) through

@@ -83,7 +83,12 @@ type Store struct {
 	client *minio.Client
 	target Target
 	conn   Conn
+	tr     *http.Transport
 }
+
+// Close drops the idle connections to the store. The Store stays usable (a later call
+// connects again).
+func (s *Store) Close() { s.tr.CloseIdleConnections() }
 
 // DefaultEndpoint is used when Conn.Endpoint is empty.
 const DefaultEndpoint = "https://s3.amazonaws.com"
@@ -124,14 +129,16 @@ func Dial(ctx context.Context, t Target, c Conn) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
 	}
-	s := &Store{client: cl, target: t, conn: c}
+	s := &Store{client: cl, target: t, conn: c, tr: tr}
 	cctx, cancel := context.WithTimeout(ctx, c.Timeout)
 	defer cancel()
 	ok, err := cl.BucketExists(cctx, t.Bucket)
 	if err != nil {
+		s.Close()
 		return nil, fmt.Errorf("%w: %s at %s: %s", ErrConfig, t, c.Endpoint, describe(err))
 	}
 	if !ok {
+		s.Close()
 		return nil, fmt.Errorf("%w: bucket %q does not exist at %s", ErrConfig, t.Bucket, c.Endpoint)
 	}
 	return s, nil

@@ -154,6 +154,9 @@ func (u *Uploader) put(e Entry) {
 	u.entries = append(u.entries, e)
 }
 
+// Close drops the idle connections to the store; call it after Run and Flush returned.
+func (u *Uploader) Close() { u.cfg.Store.Close() }
+
 // Wake asks for a scan now (a file was just closed).
 func (u *Uploader) Wake() {
 	select {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -186,7 +187,7 @@ func (s *Server) start() error {
 	if secret == "" {
 		secret = SecretKey
 	}
-	c, err := minio.New(s.HostPort(), &minio.Options{Creds: credentials.NewStaticV4(AccessKey, secret, ""), Region: Region})
+	c, err := minio.New(s.HostPort(), &minio.Options{Creds: credentials.NewStaticV4(AccessKey, secret, ""), Region: Region, Transport: noKeepAlive})
 	if err != nil {
 		return err
 	}
@@ -260,10 +261,15 @@ func (s *Server) Endpoint() string { return "http://" + s.HostPort() }
 // HostPort is the S3 endpoint's host:port.
 func (s *Server) HostPort() string { return "127.0.0.1:" + strconv.Itoa(s.ports.s3) }
 
+// noKeepAlive is the helpers' transport: no idle connection outlives a call, so the tests'
+// leak checks (goleak) see no net/http goroutines left behind.
+var noKeepAlive = &http.Transport{DisableKeepAlives: true}
+
 // Client is a minio-go client with the test identity.
 func (s *Server) Client(t testing.TB) *minio.Client {
 	c, err := minio.New(s.HostPort(), &minio.Options{
 		Creds: credentials.NewStaticV4(AccessKey, SecretKey, ""), Region: Region, Secure: false,
+		Transport: noKeepAlive,
 	})
 	if err != nil {
 		t.Fatal(err)
