@@ -66,8 +66,8 @@ func writeErr(w http.ResponseWriter, err error, prefix string) {
 }
 
 // RequireToken guards next with the bearer token, when one is set: requests other than
-// GET, HEAD and OPTIONS, and the profiling endpoints, need "Authorization: Bearer
-// <token>" (401 otherwise).
+// GET, HEAD and OPTIONS, the profiling endpoints and the export files (a node's whole
+// output) need "Authorization: Bearer <token>" (401 otherwise).
 func RequireToken(token string, next http.Handler) http.Handler {
 	if token == "" {
 		return next
@@ -76,7 +76,7 @@ func RequireToken(token string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case r.Method != http.MethodGet && r.Method != http.MethodHead && r.Method != http.MethodOptions,
-			strings.HasPrefix(r.URL.Path, "/debug/pprof/"):
+			strings.HasPrefix(r.URL.Path, "/debug/pprof/"), strings.HasPrefix(r.URL.Path, "/v1/export/"):
 			if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="crawlnode"`)
 				WriteError(w, http.StatusUnauthorized, "unauthorized", "this request needs Authorization: Bearer <api token>")
@@ -132,6 +132,8 @@ func New(cfg Config, b Backend) http.Handler {
 	mux.HandleFunc("POST /v1/node/leave", s.leave)
 	mux.HandleFunc("GET /v1/job", s.getJob)
 	mux.HandleFunc("PATCH /v1/job", s.patchJob)
+	mux.HandleFunc("GET /v1/export/files", s.exportFiles)
+	mux.HandleFunc("GET /v1/export/files/{kind}/{name}", s.exportFile)
 	if cfg.Pprof {
 		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
 		mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)

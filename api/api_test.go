@@ -145,6 +145,9 @@ func TestSumStatus(t *testing.T) {
 	peerA := Status{Node: "a", State: "running", Uptime: "2m0s", PagesCrawled: 7, SeenURLs: 40, CrawlRate: 0.5, Partitions: 2,
 		Responses: map[string]int64{"2xx": 7}, Errors: map[string]int64{"dns": 1, "timeout": 3}}
 	peerC := Status{Node: "c", PagesCrawled: 1, OutboxLinks: 12, InFlight: 2, Responses: map[string]int64{}}
+	// The page limit is the cluster's: each node reports what it last heard, the sum the most.
+	self.MaxPages, self.ClusterPages = 100, 90
+	peerA.MaxPages, peerA.ClusterPages, peerA.LimitReached = 100, 100, true
 	for _, tc := range []struct {
 		name        string
 		peers       []Status
@@ -154,12 +157,13 @@ func TestSumStatus(t *testing.T) {
 		wantSum     Status
 	}{
 		{"alone", nil, nil, []string{"b"}, 1, Status{State: "paused", Uptime: "1m0s", PagesCrawled: 10, PagesQueued: 5, CrawlRate: 1.5, Partitions: 3,
+			MaxPages: 100, ClusterPages: 90,
 			Responses: map[string]int64{"2xx": 9, "5xx": 1}, Errors: map[string]int64{"dns": 2}}},
 		{"three", []Status{peerC, peerA}, nil, []string{"a", "b", "c"}, 3, Status{State: "paused", Uptime: "1m0s", PagesCrawled: 18, PagesQueued: 5,
-			InFlight: 2, SeenURLs: 40, CrawlRate: 2, Partitions: 5, OutboxLinks: 12,
+			InFlight: 2, SeenURLs: 40, CrawlRate: 2, Partitions: 5, OutboxLinks: 12, MaxPages: 100, ClusterPages: 100, LimitReached: true,
 			Responses: map[string]int64{"2xx": 16, "5xx": 1}, Errors: map[string]int64{"dns": 3, "timeout": 3}}},
 		{"one unreachable", []Status{peerA}, []string{"c"}, []string{"a", "b"}, 3, Status{State: "paused", Uptime: "1m0s", PagesCrawled: 17, PagesQueued: 5,
-			SeenURLs: 40, CrawlRate: 2, Partitions: 5,
+			SeenURLs: 40, CrawlRate: 2, Partitions: 5, MaxPages: 100, ClusterPages: 100, LimitReached: true,
 			Responses: map[string]int64{"2xx": 16, "5xx": 1}, Errors: map[string]int64{"dns": 3, "timeout": 3}}},
 	} {
 		got := SumStatus(self, tc.peers, tc.unreachable)

@@ -17,6 +17,7 @@ type Backend interface {
 	HostBackend
 	ClusterBackend
 	JobBackend
+	ExportBackend
 }
 
 // CrawlBackend is the node's life and figures, seeding and the operator's switches.

@@ -26,6 +26,10 @@
 //	POST /v1/node/leave           decommission this node -> 202
 //	GET  /v1/job                  the shared job configuration in effect on this node
 //	PATCH /v1/job                 change it (absent fields stay; see JobPatch) -> 200 as GET
+//	GET  /v1/export/files         this node's WARC files, CDXJ indexes and corpus shards with
+//	                              their readable sizes (ExportListing), for `export --api`
+//	GET  /v1/export/files/{kind}/{name}   one of them (kind warc, cdxj or corpus), streamed,
+//	                              Range requests served
 //	GET  /debug/pprof/...         with Config.Pprof only
 //
 // Duties:
@@ -37,8 +41,8 @@
 //     "storage".
 //   - Auth (RequireToken): with Config.Token set, every request but GET, HEAD and OPTIONS
 //     needs "Authorization: Bearer <token>", and so do the profiling endpoints although
-//     they are GETs (a profile or trace costs the node CPU for as long as it runs); other
-//     reads stay open. A refusal is 401 unauthorized with WWW-Authenticate. The token is
+//     they are GETs (a profile or trace costs the node CPU for as long as it runs) and the
+//     export files (the node's whole output); other reads stay open. A refusal is 401 unauthorized with WWW-Authenticate. The token is
 //     compared in constant time.
 //   - Validation of request bodies and queries: seeds (at least one URL, priority,
 //     crawl_depth >= 0, each URL canonicalized, the failures listed as rejected), PATCH
@@ -64,6 +68,19 @@
 //   - JSON is indented by two spaces. Small answers are maps, so their keys come in
 //     alphabetical order; Job declares its fields in that order too, so GET /v1/job reads
 //     the same whichever way it is built.
+//   - The export files, while the node crawls: what is served is what is durable. Closed
+//     WARC files, closed shards and the indexes of closed WARC files whole; the WARC file
+//     being written up to its last fsync (archive.Writer.Durable: it ends on a complete
+//     record), the shard being written up to its last flush (corpus.Stage.Durable: complete
+//     zstd blocks of complete lines, fsynced). A listing's sizes are a floor: a later
+//     download of an open file may give more, never a torn record. A .partial shard left by
+//     a crash is served whole; readers take it up to its last complete line, as
+//     corpus.ReadShards does. The open WARC file has no index yet (it is written at
+//     close): a reader indexes that file itself. Files are streamed from disk
+//     (http.ServeContent over the readable prefix), never buffered. Names are plain file
+//     names of the kind (ValidExportName: no separators, no "..", the kind's suffix),
+//     looked up in the node's own WARC or corpus directory only, so no request reaches
+//     any other file.
 //   - The node-to-node routes (/internal/...) are not here: the node serves them, with
 //     this package's RequireToken, WriteJSON and WriteError.
 package api

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/crawlnode/crawlnode/control"
 	"github.com/crawlnode/crawlnode/corpus"
@@ -56,6 +58,11 @@ type fakeBackend struct {
 	jobConfig   control.JobConfig // what UpdateJob changes
 	writableErr error
 	updateErr   error
+
+	exportFiles []ExportFile
+	exportData  map[string]string // by "kind/name": the file's bytes on disk (may exceed its size)
+	exportErr   error
+	opened      []string // OpenExportFile calls, "kind/name"
 }
 
 var _ Backend = (*fakeBackend)(nil)
@@ -205,6 +212,32 @@ func (f *fakeBackend) CheckPriority(priority string) error {
 	}
 	return nil
 }
+
+func (f *fakeBackend) ExportFiles() ([]ExportFile, error) { return f.exportFiles, f.exportErr }
+
+// OpenExportFile serves the listed size of a file in exportData, as a node serves the
+// durable prefix of a file being written.
+func (f *fakeBackend) OpenExportFile(kind, name string) (ExportReader, int64, time.Time, error) {
+	f.opened = append(f.opened, kind+"/"+name)
+	if f.exportErr != nil {
+		return nil, 0, time.Time{}, f.exportErr
+	}
+	data, ok := f.exportData[kind+"/"+name]
+	if !ok {
+		return nil, 0, time.Time{}, fs.ErrNotExist
+	}
+	size := int64(len(data))
+	for _, e := range f.exportFiles {
+		if e.Kind == kind && e.Name == name {
+			size = e.Size
+		}
+	}
+	return nopCloser{strings.NewReader(data)}, size, time.Time{}, nil
+}
+
+type nopCloser struct{ io.ReaderAt }
+
+func (nopCloser) Close() error { return nil }
 
 // do sends one request to h and returns the answer's status and body.
 func do(t *testing.T, h http.Handler, method, target, body string, header ...string) (int, string, http.Header) {

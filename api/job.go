@@ -18,6 +18,7 @@ type JobPatch struct {
 	PerHost         *int      `json:"per_host"`
 	MaxDepth        PatchInt  `json:"max_depth"` // >= 0 (0: the seeds only); null: each node's flag
 	MaxPagesPerHost *int      `json:"max_pages_per_host"`
+	MaxPages        *int64    `json:"max_pages"` // the cluster's page limit, >= 0; 0: none (or each node's --max-pages)
 	Scope           *string   `json:"scope"`
 	Include         *[]string `json:"include"`
 	Exclude         *[]string `json:"exclude"`
@@ -96,6 +97,12 @@ func applyPatch(p JobPatch, j *control.JobConfig, rules JobBackend) error {
 			}
 			*f.dst = *f.value
 		}
+	}
+	if p.MaxPages != nil {
+		if *p.MaxPages < 0 {
+			return fmt.Errorf("max_pages must be >= 0 (0: no cluster limit, or each node's --max-pages)")
+		}
+		j.MaxPages = *p.MaxPages
 	}
 	if p.MaxDepth.Given {
 		if !p.MaxDepth.Null && p.MaxDepth.Value < 0 {

@@ -22,23 +22,29 @@ type Status struct {
 	InFlight     int64         `json:"in_flight"`
 	RetryPending int64         `json:"retry_pending"`
 	// Continuous crawling: revisits scheduled (or due and queued), done, and what they saw.
-	RevisitsPending int64            `json:"revisits_pending"`
-	Revisits        int64            `json:"revisits"`
-	NotModified     int64            `json:"revisits_not_modified"`
-	Unchanged       int64            `json:"revisits_unchanged"`
-	Changed         int64            `json:"revisits_changed"`
-	DeadLetters     int64            `json:"dead_letters"`
-	CrawlRate       float64          `json:"crawl_rate"`
-	HostsKnown      int64            `json:"hosts_known"`
-	HostsActive     int64            `json:"hosts_active"`
-	SeenURLs        int64            `json:"seen_urls"`
-	BytesFetched    int64            `json:"bytes_fetched"`
-	ExtractBacklog  int64            `json:"extract_backlog"`
-	OutboxLinks     int64            `json:"outbox_links"`
-	Partitions      int              `json:"partitions"`
-	Responses       map[string]int64 `json:"responses"`
-	Errors          map[string]int64 `json:"errors"`
-	RateHistory     []RatePoint      `json:"rate_history"`
+	RevisitsPending int64   `json:"revisits_pending"`
+	Revisits        int64   `json:"revisits"`
+	NotModified     int64   `json:"revisits_not_modified"`
+	Unchanged       int64   `json:"revisits_unchanged"`
+	Changed         int64   `json:"revisits_changed"`
+	DeadLetters     int64   `json:"dead_letters"`
+	CrawlRate       float64 `json:"crawl_rate"`
+	HostsKnown      int64   `json:"hosts_known"`
+	HostsActive     int64   `json:"hosts_active"`
+	SeenURLs        int64   `json:"seen_urls"`
+	BytesFetched    int64   `json:"bytes_fetched"`
+	ExtractBacklog  int64   `json:"extract_backlog"`
+	OutboxLinks     int64   `json:"outbox_links"`
+	Partitions      int     `json:"partitions"`
+	// MaxPages is the cluster's page limit (0: none), ClusterPages the fetches the members
+	// reported recording against it, LimitReached whether they add up to it (each node
+	// reports the cluster's figures as it last heard them; the sum takes the largest).
+	MaxPages     int64            `json:"max_pages,omitempty"`
+	ClusterPages int64            `json:"cluster_pages,omitempty"`
+	LimitReached bool             `json:"limit_reached,omitempty"`
+	Responses    map[string]int64 `json:"responses"`
+	Errors       map[string]int64 `json:"errors"`
+	RateHistory  []RatePoint      `json:"rate_history"`
 	// OutputStore is the uploader's state (--output-store); absent without one.
 	OutputStore *OutputStoreStatus `json:"output_store,omitempty"`
 }
@@ -106,6 +112,9 @@ func SumStatus(self Status, peers []Status, unreachable []string) ClusterStatus 
 		sum.ExtractBacklog += s.ExtractBacklog
 		sum.OutboxLinks += s.OutboxLinks
 		sum.Partitions += s.Partitions
+		sum.MaxPages = max(sum.MaxPages, s.MaxPages)
+		sum.ClusterPages = max(sum.ClusterPages, s.ClusterPages)
+		sum.LimitReached = sum.LimitReached || s.LimitReached
 		for k, v := range s.Responses {
 			sum.Responses[k] += v
 		}
@@ -177,6 +186,7 @@ type JobSettings struct {
 	PerHost         int      `json:"per_host"`
 	MaxDepth        int      `json:"max_depth"`
 	MaxPagesPerHost int      `json:"max_pages_per_host"`
+	MaxPages        int64    `json:"max_pages"` // the cluster's page limit; 0: none
 	Scope           string   `json:"scope"`
 	Include         []string `json:"include"`
 	Exclude         []string `json:"exclude"`

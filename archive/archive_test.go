@@ -1023,3 +1023,58 @@ func TestCompressedPayloadStored(t *testing.T) {
 	}
 	checkFiles(t, dir) // the independent reader parses every member and checks its digests
 }
+
+// TestDurable: the open file's durable size moves only with an fsync, always ends on a
+// record boundary, and the prefix it names reads back whole.
+func TestDurable(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(dir)
+	cfg.SyncInterval = time.Hour // only explicit syncs
+	w := mustOpen(t, cfg)
+	defer w.Close()
+	if name, size := w.Durable(); name != "" || size != 0 {
+		t.Fatalf("before any write: %q %d", name, size)
+	}
+	ws := writeN(t, w, 0, 5, 500)
+	name, size := w.Durable()
+	if name != ws[0].loc.File || size != 0 {
+		t.Fatalf("written, not synced: %q %d, want %q 0", name, size, ws[0].loc.File)
+	}
+	if err := w.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	_, size = w.Durable()
+	last := ws[len(ws)-1].loc
+	fi, err := os.Stat(filepath.Join(dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if size != fi.Size() || size <= last.Offset {
+		t.Fatalf("synced: durable %d, file %d, last response at %d", size, fi.Size(), last.Offset)
+	}
+	writeN(t, w, 5, 3, 500) // not synced: the durable size stays
+	if _, again := w.Durable(); again != size {
+		t.Fatalf("unsynced writes moved the durable size: %d -> %d", size, again)
+	}
+	// The durable prefix, cut out on its own, is a WARC file of complete records.
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(cut, b[:size], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	if err := Scan(cut, func(_ int64, r *Record) error {
+		if r.Type == "response" {
+			n++
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("durable prefix: %v", err)
+	}
+	if n != 5 {
+		t.Fatalf("durable prefix holds %d responses, want 5", n)
+	}
+}

@@ -39,6 +39,7 @@ type segment struct {
 	index  []string
 	f      file
 	size   int64     // end of the last complete record
+	synced int64     // end of the last complete record that an fsync covered (guarded by Writer.mu)
 	infoID string    // WARC-Record-ID of the file's warcinfo record
 	gen    uint64    // changes with every segment, so writers notice a rotation
 	opened time.Time // creation (or adoption on Open): MaxFileAge counts from here
@@ -246,7 +247,7 @@ func (w *Writer) adopt(name string) error {
 		return ioErr("remove stale index", path+IndexSuffix, err)
 	}
 	w.gen++
-	w.seg = &segment{name: name, path: path, f: f, size: size, infoID: infoID, gen: w.gen, index: index, opened: w.cfg.Now()}
+	w.seg = &segment{name: name, path: path, f: f, size: size, synced: size, infoID: infoID, gen: w.gen, index: index, opened: w.cfg.Now()}
 	w.stats.Files++
 	return nil
 }
@@ -583,11 +584,33 @@ func (w *Writer) Sync() error {
 	w.mu.Lock()
 	seg := w.seg
 	w.dirty = false
+	var size int64
+	if seg != nil {
+		size = seg.size
+	}
 	w.mu.Unlock()
 	if seg == nil {
 		return nil
 	}
-	return seg.sync()
+	if err := seg.sync(); err != nil {
+		return err
+	}
+	w.mu.Lock()
+	seg.synced = max(seg.synced, size)
+	w.mu.Unlock()
+	return nil
+}
+
+// Durable names the open file and how many of its bytes are durable: complete records that
+// an fsync covered (see Sync), so a reader of that prefix never meets a torn or unsynced
+// record. name is "" when no file is open; every other file in Dir is closed and complete.
+func (w *Writer) Durable() (name string, size int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.seg == nil {
+		return "", 0
+	}
+	return w.seg.name, w.seg.synced
 }
 
 // Stats returns counters since Open.

@@ -113,6 +113,7 @@ type table struct {
 	leases  [ring.PartitionCount]control.Lease
 	members map[string]control.MemberInfo
 	config  control.JobConfig
+	budget  map[string]control.PageBudget
 	index   uint64
 }
 
@@ -421,7 +422,7 @@ func (c *Cluster) Refresh() {
 	if cur := c.tab.Load(); cur != nil && cur.index == st.Index && st.Index != 0 {
 		return
 	}
-	t := &table{leases: st.Leases, members: st.Members, config: st.Config, index: st.Index}
+	t := &table{leases: st.Leases, members: st.Members, config: st.Config, budget: st.Budget, index: st.Index}
 	c.tab.Store(t)
 	c.mu.Lock()
 	c.recomputeLocalLocked()
@@ -822,6 +823,9 @@ type ApplyResult struct {
 	Changed   bool                     `json:"changed"`
 	// ConfigVersion is the job configuration's version after the command.
 	ConfigVersion uint64 `json:"config_version"`
+	// Granted and Budget: a page budget command's grant and the member's share after it.
+	Granted int64               `json:"granted,omitempty"`
+	Budget  *control.PageBudget `json:"budget,omitempty"`
 }
 
 var errLeaseConflict = errors.New("lease conflict")
@@ -851,7 +855,7 @@ func (c *Cluster) Apply(ctx context.Context, cmd control.Command) (ApplyResult, 
 }
 
 func toApplyResult(res control.Result) ApplyResult {
-	out := ApplyResult{Changed: res.Changed, Conflicts: res.Conflicts, ConfigVersion: res.ConfigVersion}
+	out := ApplyResult{Changed: res.Changed, Conflicts: res.Conflicts, ConfigVersion: res.ConfigVersion, Granted: res.Granted, Budget: res.Budget}
 	if res.Err != nil {
 		out.Error = res.Err.Error()
 		switch {

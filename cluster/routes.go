@@ -171,6 +171,20 @@ func (c *Cluster) Table() ([ring.PartitionCount]control.Lease, map[string]contro
 // JobConfig is the job configuration as this node last applied it from Raft.
 func (c *Cluster) JobConfig() control.JobConfig { return c.tab.Load().config }
 
+// PageBudget is name's share of the job's page limit, and every member's grants and
+// reported spending summed, as this node last applied them from Raft.
+func (c *Cluster) PageBudget(name string) (share control.PageBudget, granted, spent int64) {
+	t := c.tab.Load()
+	for n, b := range t.budget {
+		granted += b.Granted
+		spent += b.Spent
+		if n == name {
+			share = b
+		}
+	}
+	return share, granted, spent
+}
+
 // Registered reports whether name is in the member registry.
 func (c *Cluster) Registered(name string) bool { return registered(c.tab.Load(), name) }
 

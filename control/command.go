@@ -36,6 +36,8 @@ const (
 	TypeRemoveMember   CommandType = 7
 	TypeAssignLeases   CommandType = 8
 	TypeForceLease     CommandType = 9
+	TypeGrantPages     CommandType = 10
+	TypeReturnPages    CommandType = 11
 )
 
 // Command is one state change. Times in commands are the proposer's clock: Apply never
@@ -118,7 +120,27 @@ type ForceLease struct {
 	At    time.Time    `json:"at"`
 }
 
+// GrantPages asks for Ask more pages of the job's page limit for Node, and reports the
+// fetches it has recorded against its grants so far (Spent, absolute: a repeat is
+// harmless). The grant is GrantSize's (0 once the limit is given out); Result.Budget is
+// the member's share after it, so a member that lost an answer learns its grants from the
+// next one.
+type GrantPages struct {
+	Node  string `json:"node"`
+	Spent int64  `json:"spent"`
+	Ask   int64  `json:"ask"` // 0: report Spent only
+}
+
+// ReturnPages gives back the part of Node's grants it has not spent (a member with no work
+// left): its grant becomes its spending, Spent as in GrantPages.
+type ReturnPages struct {
+	Node  string `json:"node"`
+	Spent int64  `json:"spent"`
+}
+
 func (SetConfig) Type() CommandType      { return TypeSetConfig }
+func (GrantPages) Type() CommandType     { return TypeGrantPages }
+func (ReturnPages) Type() CommandType    { return TypeReturnPages }
 func (BlockDomain) Type() CommandType    { return TypeBlockDomain }
 func (UnblockDomain) Type() CommandType  { return TypeUnblockDomain }
 func (Pause) Type() CommandType          { return TypePause }
@@ -144,6 +166,8 @@ type Result struct {
 	ConfigVersion uint64           // config version after the command
 	Leases        []PartitionLease // after a lease command: the new leases of the moved partitions
 	Conflicts     []PartitionLease // on ErrLeaseConflict: the current leases of the stale partitions
+	Granted       int64            // GrantPages: the pages granted by this command
+	Budget        *PageBudget      // GrantPages, ReturnPages: the member's share after the command
 }
 
 // Encode returns the wire form of cmd: one type byte, then JSON.
@@ -184,6 +208,10 @@ func Decode(b []byte) (Command, error) {
 		cmd, err = decodeAs[AssignLeases](b[1:])
 	case TypeForceLease:
 		cmd, err = decodeAs[ForceLease](b[1:])
+	case TypeGrantPages:
+		cmd, err = decodeAs[GrantPages](b[1:])
+	case TypeReturnPages:
+		cmd, err = decodeAs[ReturnPages](b[1:])
 	default:
 		return nil, fmt.Errorf("%w: unknown type %d", ErrInvalidCommand, t)
 	}

@@ -8,7 +8,8 @@
 //     deterministic function of (state, command, index), table-tested without Raft.
 //   - Commands: SetConfig (compare-and-set on the config version), BlockDomain,
 //     UnblockDomain, Pause, Resume, RegisterMember, RemoveMember, AssignLeases (handoffs,
-//     compare-and-set on owner and epoch), ForceLease (takeover from a dead owner).
+//     compare-and-set on owner and epoch), ForceLease (takeover from a dead owner),
+//     GrantPages and ReturnPages (the cluster's page limit, JobConfig.MaxPages).
 //     Refusals are Result.Err values wrapping sentinels, never panics.
 //   - Control: New/Start/Shutdown around Raft; Bootstrap (--bootstrap-expect), AddMember,
 //     RemoveMember and Reconcile (voter upkeep) on the leader; Apply (leader only: others
@@ -37,6 +38,16 @@
 //     the dead owner cannot report its epoch, and still refuses a force decided on an old
 //     table. Either way the new epoch is the old plus one. Targets must be registered
 //     members. RemoveMember leaves the member's leases alone: moving them is explicit.
+//   - The page limit is granted, not counted: State.Budget holds each member's grant and
+//     its last reported spending. GrantPages gives min(ask, remainder, ceil(remainder /
+//     (2 * members))) (GrantSize, pure), so grants shrink as the limit nears and the sum of
+//     grants never passes it; spending is reported as an absolute count and only rises (a
+//     repeated or reordered report is harmless) and never passes the grant; ReturnPages
+//     sets the grant to the spending. Counting every fetch through Raft would cost a
+//     commit a page; a grant costs one per chunk. ForceLease also reclaims the unspent
+//     grant of the owner it takes from, else a dead member's grant would keep the limit
+//     out of reach for ever. The limit is reached when the reported spending adds up to it
+//     (State.PageLimitReached).
 //   - Voters: Config.Voters (3), or LargeVoters (5) from LargeClusterSize (7) members on,
 //     capped by the member count and rounded down to odd. Reconcile promotes alive
 //     non-voters first (lowest names first), then demotes dead voters to non-voters

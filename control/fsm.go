@@ -96,11 +96,75 @@ func (s *State) apply(cmd Command) Result {
 			return l.Owner == c.Moves[i].From && l.Epoch == c.Moves[i].Epoch
 		}, c.At)
 	case ForceLease:
-		return s.moveLeases(c.Moves, func(i int, l Lease) bool {
+		r := s.moveLeases(c.Moves, func(i int, l Lease) bool {
 			return l.Owner == c.Moves[i].From
 		}, c.At)
+		if r.Err == nil {
+			s.reclaimPages(c.Moves)
+		}
+		return r
+	case GrantPages:
+		return s.grantPages(c)
+	case ReturnPages:
+		return s.returnPages(c)
 	default:
 		return Result{Err: fmt.Errorf("%w: unknown command %T", ErrInvalidCommand, cmd)}
+	}
+}
+
+// spend records a member's reported spending (absolute, never going back, at most its
+// grant) and returns its share.
+func (s *State) spend(node string, spent int64) (PageBudget, error) {
+	if node == "" || spent < 0 {
+		return PageBudget{}, fmt.Errorf("%w: a page budget command needs a member and a spending >= 0", ErrInvalidCommand)
+	}
+	b := s.Budget[node]
+	b.Spent = min(max(b.Spent, spent), b.Granted)
+	return b, nil
+}
+
+func (s *State) grantPages(c GrantPages) Result {
+	if c.Ask < 0 {
+		return Result{Err: fmt.Errorf("%w: ask %d", ErrInvalidCommand, c.Ask)}
+	}
+	b, err := s.spend(c.Node, c.Spent)
+	if err != nil {
+		return Result{Err: err}
+	}
+	granted, _ := s.BudgetTotals()
+	g := GrantSize(s.Config.MaxPages, granted, len(s.Members), c.Ask)
+	b.Granted += g
+	old := s.Budget[c.Node]
+	if s.Budget == nil {
+		s.Budget = map[string]PageBudget{}
+	}
+	s.Budget[c.Node] = b
+	return Result{Changed: b != old, Granted: g, Budget: &b}
+}
+
+func (s *State) returnPages(c ReturnPages) Result {
+	b, err := s.spend(c.Node, c.Spent)
+	if err != nil {
+		return Result{Err: err}
+	}
+	old, ok := s.Budget[c.Node]
+	b.Granted = b.Spent
+	if ok {
+		s.Budget[c.Node] = b
+	}
+	return Result{Changed: b != old, Budget: &b}
+}
+
+// reclaimPages gives back the unspent grants of owners whose leases were forced away (dead
+// longer than the grace period), so the cluster's limit can still be reached. What such an
+// owner fetched after its last report is granted again: the cluster may fetch up to that
+// many pages past the limit.
+func (s *State) reclaimPages(moves []ForcedMove) {
+	for _, m := range moves {
+		if b, ok := s.Budget[m.From]; ok && b.Granted > b.Spent {
+			b.Granted = b.Spent
+			s.Budget[m.From] = b
+		}
 	}
 }
 
@@ -130,7 +194,7 @@ func (s *State) setConfig(c SetConfig) Result {
 	switch {
 	case next.Scope != ScopeSeedHosts && next.Scope != ScopeSeedDomains && next.Scope != ScopeAll:
 		return Result{Err: fmt.Errorf("%w: scope %q", ErrInvalidCommand, next.Scope)}
-	case next.MaxDepth < 0 || next.MaxPagesPerHost < 0 || next.PerHost < 0 || next.DefaultDelay < 0:
+	case next.MaxDepth < 0 || next.MaxPagesPerHost < 0 || next.PerHost < 0 || next.DefaultDelay < 0 || next.MaxPages < 0:
 		return Result{Err: fmt.Errorf("%w: negative limit", ErrInvalidCommand)}
 	case slices.Contains(next.Include, "") || slices.Contains(next.Exclude, ""):
 		return Result{Err: fmt.Errorf("%w: empty pattern", ErrInvalidCommand)}

@@ -44,6 +44,9 @@ type JobConfig struct {
 	// Priority is the crawl order: "opic" (importance first), "bfs" (breadth first), or
 	// "" (each node's --priority).
 	Priority string `json:"priority,omitempty"`
+	// MaxPages bounds the fetches the whole cluster records (0 = no limit): members draw
+	// pages from it in grants (GrantPages), so the cluster stops together at this count.
+	MaxPages int64 `json:"max_pages,omitempty"`
 	// MaxDepthSet: MaxDepth is the job's as given, 0 (the seeds only) included; false: a
 	// MaxDepth of 0 means each node's --max-depth.
 	MaxDepthSet bool `json:"max_depth_set,omitempty"`
@@ -70,13 +73,54 @@ type MemberInfo struct {
 	JoinedAt time.Time `json:"joined_at"` // first registration; kept on re-registration
 }
 
+// PageBudget is one member's share of the job's page limit (JobConfig.MaxPages).
+type PageBudget struct {
+	// Granted is the pages granted to the member and not given back, spent ones included.
+	Granted int64 `json:"granted"`
+	// Spent is the fetches the member last reported recording against its grants (at most
+	// Granted).
+	Spent int64 `json:"spent"`
+}
+
 // State is everything the Raft group holds. The zero State is the state before the first
 // command. State values returned by FSM.State and Control.State are deep copies.
 type State struct {
 	Config  JobConfig                  `json:"config"`
 	Leases  [ring.PartitionCount]Lease `json:"leases"`
 	Members map[string]MemberInfo      `json:"members"`
-	Index   uint64                     `json:"index"` // Raft index of the last applied command
+	// Budget is each member's share of the page limit (absent: no grant yet).
+	Budget map[string]PageBudget `json:"budget,omitempty"`
+	Index  uint64                `json:"index"` // Raft index of the last applied command
+}
+
+// BudgetTotals sums every member's grant and reported spending.
+func (s *State) BudgetTotals() (granted, spent int64) {
+	for _, b := range s.Budget {
+		granted += b.Granted
+		spent += b.Spent
+	}
+	return granted, spent
+}
+
+// PageLimitReached reports whether the members reported spending the whole page limit.
+func (s *State) PageLimitReached() bool {
+	_, spent := s.BudgetTotals()
+	return s.Config.MaxPages > 0 && spent >= s.Config.MaxPages
+}
+
+// GrantSize is how many pages a member asking for ask gets, out of limit with granted
+// given out already, in a cluster of members: at most the remainder, and at most a
+// share of it, ceil(remainder / (2 * members)), so grants shrink as the remainder falls
+// and the last pages go to whichever members still have work. A member that asks gets at
+// least one page while any remain. Pure.
+func GrantSize(limit, granted int64, members int, ask int64) int64 {
+	remaining := limit - granted
+	if limit <= 0 || remaining <= 0 || ask <= 0 {
+		return 0
+	}
+	members = max(members, 1)
+	share := (remaining + 2*int64(members) - 1) / (2 * int64(members))
+	return min(ask, remaining, max(share, 1))
 }
 
 // Clone returns a deep copy of s.
@@ -84,6 +128,7 @@ func (s *State) Clone() State {
 	c := *s
 	c.Config = s.Config.clone()
 	c.Members = maps.Clone(s.Members)
+	c.Budget = maps.Clone(s.Budget)
 	if c.Members == nil {
 		c.Members = map[string]MemberInfo{}
 	}

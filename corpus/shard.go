@@ -55,10 +55,30 @@ func parseShardName(name string) (node string, seq int, partial, ok bool) {
 type shardWriter struct {
 	path   string // final path
 	f      *os.File
+	out    *countWriter // f, counting the compressed bytes
 	enc    *zstd.Encoder
 	bytes  int64 // uncompressed bytes written
 	lines  int
 	opened time.Time
+}
+
+// countWriter counts the bytes written through it.
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// DurableShard is the open shard's flushed part: its file name (NAME.jsonl.zst.partial) and
+// the bytes of it that hold complete zstd blocks of complete lines, fsynced.
+type DurableShard struct {
+	Name string
+	Size int64
 }
 
 func newEncoder(w io.Writer) (*zstd.Encoder, error) {
@@ -72,12 +92,13 @@ func openShard(dir, node string, seq int, now time.Time) (*shardWriter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("corpus: open shard: %w", err)
 	}
-	enc, err := newEncoder(f)
+	out := &countWriter{w: f}
+	enc, err := newEncoder(out)
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("corpus: open shard: %w", err)
 	}
-	return &shardWriter{path: final, f: f, enc: enc, opened: now}, nil
+	return &shardWriter{path: final, f: f, out: out, enc: enc, opened: now}, nil
 }
 
 func (s *shardWriter) write(line []byte) error {

@@ -107,6 +107,9 @@ type Stage struct {
 	startedAt time.Time
 	fatal     error
 
+	// durable is the open shard's flushed part (nil: no shard open); set by the committer.
+	durable atomic.Pointer[DurableShard]
+
 	// committer-owned
 	shard    *shardWriter
 	shardSeq int
@@ -227,6 +230,11 @@ func (s *Stage) Enqueue(jobs ...Job) error {
 	}
 	return nil
 }
+
+// Durable returns the open shard's flushed part, nil when no shard is open: a reader of the
+// shard files takes finished shards whole and of the .partial one only these bytes, so it
+// never meets a torn line or block.
+func (s *Stage) Durable() *DurableShard { return s.durable.Load() }
 
 // Backlog is the number of jobs not yet written to a durable shard.
 func (s *Stage) Backlog() int { return int(s.backlog.Load()) }
@@ -516,6 +524,7 @@ func (s *Stage) commitLoop(cancel context.CancelFunc) {
 					} else if err := s.shard.close(); err != nil {
 						fail(err)
 					}
+					s.durable.Store(nil)
 					s.shard = nil
 				}
 				return
@@ -682,6 +691,7 @@ func (s *Stage) commit() error {
 	if err := s.shard.flush(); err != nil {
 		return err
 	}
+	s.durable.Store(&DurableShard{Name: filepath.Base(s.shard.path) + partialExt, Size: s.shard.out.n})
 	if err := s.hook("flushed"); err != nil {
 		return err
 	}
@@ -730,6 +740,7 @@ func (s *Stage) rotateShard() error {
 		return err
 	}
 	s.log.Info("corpus shard closed", "shard", filepath.Base(s.shard.path), "records", s.shard.lines, "bytes", s.shard.bytes)
+	s.durable.Store(nil)
 	s.shard = nil
 	s.shardSeq++
 	s.statsMu.Lock()

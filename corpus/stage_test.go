@@ -470,6 +470,66 @@ func TestConfigValidate(t *testing.T) {
 	}
 }
 
+// TestStageDurable: after a commit the open shard's durable mark names the .partial file and
+// covers every committed line; after Shutdown no shard is open.
+func TestStageDurable(t *testing.T) {
+	db := openMemDB(t)
+	dir := t.TempDir()
+	st := newSite()
+	var jobs []Job
+	for i := 0; i < 6; i++ {
+		url := fmt.Sprintf("http://d%d.sim.test/p", i)
+		st.add(url, genPage("D", genParagraphs(uint64(700+i), 4, 50), pageOpts{}))
+		jobs = append(jobs, jobFor(url, i))
+	}
+	s, err := New(testConfig(db, dir, st))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Durable() != nil {
+		t.Fatal("durable mark before any shard")
+	}
+	if err := s.Enqueue(jobs...); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	d := s.Durable()
+	if d == nil || d.Name != ShardName("n1", 0)+partialExt || d.Size <= 0 {
+		t.Fatalf("durable mark after drain: %+v", d)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, d.Name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int64(len(b)) < d.Size {
+		t.Fatalf("file holds %d bytes, mark says %d", len(b), d.Size)
+	}
+	prefix := filepath.Join(t.TempDir(), d.Name)
+	if err := os.WriteFile(prefix, b[:d.Size], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	lines := 0
+	if err := readShardLines(prefix, true, func([]byte) error { lines++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if lines != len(jobs) {
+		t.Fatalf("durable prefix holds %d lines, want %d", lines, len(jobs))
+	}
+	if err := s.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if d := s.Durable(); d != nil {
+		t.Fatalf("durable mark after shutdown: %+v", d)
+	}
+}
+
 // TestStageShardRotationByAge: an idle open shard older than ShardMaxAge is finished (renamed
 // from .partial) by the commit loop alone, and the next record opens the next shard.
 func TestStageShardRotationByAge(t *testing.T) {

@@ -320,9 +320,12 @@ func (n *Node) Status() api.Status {
 		Errors:      n.stats.errorsByClass(),
 		OutputStore: n.outputStoreStatus(),
 	}
+	st.MaxPages, st.ClusterPages, st.LimitReached = n.budget.figures()
 	switch {
 	case n.running.Load() == 0:
 		st.State = "stopped"
+	case st.LimitReached:
+		st.State = "limit_reached"
 	case n.Paused():
 		st.State = "paused"
 	}
@@ -335,4 +338,12 @@ func (n *Node) Status() api.Status {
 	}
 	st.RateHistory = n.rate.history()
 	return st
+}
+
+// ExportFiles lists this node's outputs for a cluster export (Node.ExportFiles).
+func (b apiBackend) ExportFiles() ([]api.ExportFile, error) { return b.node.ExportFiles() }
+
+// OpenExportFile opens one of them (Node.OpenExportFile).
+func (b apiBackend) OpenExportFile(kind, name string) (api.ExportReader, int64, time.Time, error) {
+	return b.node.OpenExportFile(kind, name)
 }

@@ -44,6 +44,8 @@ func (n *Node) internalOnly() http.Handler {
 	mux.Handle("GET /v1/pages", public)
 	mux.Handle("GET /v1/hosts/{host}", public)
 	mux.Handle("GET /healthz", public)
+	// A cluster export reads each member's files at the address the member gossips.
+	mux.Handle("GET /v1/export/", public)
 	mux.HandleFunc("/", api.NotFound(" on the internal listener"))
 	return mux
 }

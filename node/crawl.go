@@ -20,8 +20,10 @@ import (
 
 // workerState is a worker's reusable scratch space, so the fetch path allocates little.
 type workerState struct {
-	page  linkscan.Page
-	cands []frontier.Candidate
+	// reserved: admit took a page of the cluster's page limit for this lease's request.
+	reserved bool
+	page     linkscan.Page
+	cands    []frontier.Candidate
 	// links are the URLs this lease discovered (redirect target, page links, sitemap
 	// entries), in scope; the committer adds them before it records the lease.
 	links []frontier.Candidate
@@ -238,9 +240,32 @@ func (n *Node) commitFault(point string) error {
 func (n *Node) worker(leaseCtx, fetchCtx context.Context, stop func(), commits chan<- pendingDone) {
 	var ws workerState
 	for {
-		if n.cfg.MaxPages > 0 && n.stats.fetched.Load() >= n.cfg.MaxPages {
-			stop()
-			return
+		if n.budget.limitReached() {
+			n.limitOnce.Do(func() {
+				limit, pages, _ := n.budget.figures()
+				n.log.Info("the cluster's page limit is reached: fetching stops", "max_pages", limit, "cluster_pages", pages)
+			})
+			if n.cfg.ExitWhenDone {
+				stop()
+				return
+			}
+			// Keep running (API, extract stage) and fetch again if the limit is raised.
+			select {
+			case <-leaseCtx.Done():
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+			continue
+		}
+		if !n.budget.available() {
+			// No page of the limit free here: wait for a grant rather than lease URLs that
+			// could only be put back.
+			select {
+			case <-leaseCtx.Done():
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			continue
 		}
 		if !n.waitPause(leaseCtx) {
 			return
@@ -254,6 +279,10 @@ func (n *Node) worker(leaseCtx, fetchCtx context.Context, stop func(), commits c
 		ws.finished = time.Time{}
 		ws.links, ws.job, ws.payload = nil, nil, nil
 		o := n.handle(fetchCtx, l, &ws)
+		if ws.reserved {
+			n.budget.settle(o.Kind == frontier.Fetched && !o.NoRequest)
+			ws.reserved = false
+		}
 		o.Finished = ws.finished
 		n.stats.slots.Add(-1)
 		// The host's request is over: its next one may start after its delay, while the
@@ -299,9 +328,11 @@ func (n *Node) admit(ctx context.Context, l *frontier.Lease, ws *workerState) (h
 	if ctx.Err() != nil {
 		return hostKey, nil, frontier.Outcome{Kind: frontier.Requeue, NoRequest: true}, false
 	}
-	if n.cfg.MaxPages > 0 && n.stats.fetched.Load() >= n.cfg.MaxPages {
+	ok, held := n.budget.reserve()
+	if !ok {
 		return hostKey, nil, frontier.Outcome{Kind: frontier.Requeue, NoRequest: true}, false
 	}
+	ws.reserved = held
 	scheme, hostKey, err := urlnorm.SplitHostKey(l.URL)
 	if err != nil {
 		return hostKey, nil, frontier.Outcome{Kind: frontier.Drop, Err: "bad url: " + err.Error(), NoRequest: true}, false

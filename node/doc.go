@@ -28,6 +28,11 @@
 //   - Observability and offline tools (metrics.go, offline.go): Prometheus metrics on a
 //     registry of the node's own, and the readers `crawlnode export` and the dead-letter
 //     listing use on a stopped node.
+//   - The cluster export (export_serve.go, export_cluster.go): a member serves its WARC
+//     files, their indexes and its corpus shards up to their durable part for
+//     `crawlnode export --api`, and ExportMembers merges the copies the client took of
+//     every member into one output (every URL once in the text formats; the earliest
+//     fetch wins, see export_cluster.go).
 //   - The output store (outstore.go, export_store.go), with --output-store: New checks the
 //     store before it creates the data directory (a refused start writes nothing), Run
 //     runs the uploader beside the crawl, maintain pauses intake while the unshipped bytes

@@ -28,7 +28,7 @@ func (n *Node) userAgent() string { return *n.agent.Load() }
 func (n *Node) effectiveJob(j control.JobConfig) (api.JobSettings, error) {
 	e := api.JobSettings{
 		UserAgent: n.cfg.UserAgent, DefaultDelay: n.cfg.Delay.String(), PerHost: n.cfg.PerHost,
-		MaxDepth: n.cfg.MaxDepth, MaxPagesPerHost: n.cfg.MaxPagesPerHost, Scope: string(n.cfg.Scope),
+		MaxDepth: n.cfg.MaxDepth, MaxPagesPerHost: n.cfg.MaxPagesPerHost, MaxPages: n.cfg.MaxPages, Scope: string(n.cfg.Scope),
 		Include: n.cfg.Include, Exclude: n.cfg.Exclude,
 		Recrawl: n.cfg.Recrawl, RecrawlMin: n.cfg.RecrawlMin.String(), RecrawlMax: n.cfg.RecrawlMax.String(),
 		RevisitShare: n.cfg.RevisitShare, Priority: n.cfg.Priority,
@@ -65,6 +65,9 @@ func (n *Node) effectiveJob(j control.JobConfig) (api.JobSettings, error) {
 	}
 	if j.MaxPagesPerHost > 0 {
 		e.MaxPagesPerHost = j.MaxPagesPerHost
+	}
+	if j.MaxPages > 0 {
+		e.MaxPages = j.MaxPages
 	}
 	if j.Scope != "" {
 		e.Scope = j.Scope

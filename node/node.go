@@ -36,7 +36,9 @@ type Config struct {
 	// ExitWhenDone makes Run return once the frontier is empty and nothing is in flight
 	// (or MaxPages is reached) and the extract stage has drained.
 	ExitWhenDone bool
-	// MaxPages stops fetching after this many fetches were recorded (0 = no limit).
+	// MaxPages stops fetching after this many fetches were recorded in the whole cluster
+	// (0 = no limit): it seeds the job configuration's limit (see budget.go). The run
+	// ends there only with ExitWhenDone.
 	MaxPages int64
 	// MaxDepth bounds link hops from a seed. Default 16; MaxDepthSet must be true for an
 	// explicit 0 (the seeds only, and where they redirect: list mode).
@@ -79,7 +81,7 @@ type Config struct {
 	// interval from its estimated change rate within [RecrawlMin, RecrawlMax] (defaults 1h
 	// and 30 days), with a conditional GET; RevisitShare (default 0.5) is the share of a
 	// host's requests revisits get while it also has new URLs. A continuous crawl never
-	// ends by itself (ExitWhenDone waits for ever; use MaxPages or a signal).
+	// ends by itself (ExitWhenDone waits for ever; use MaxPages with ExitWhenDone, or a signal).
 	Recrawl                bool
 	RecrawlMin, RecrawlMax time.Duration
 	RevisitShare           float64
@@ -306,6 +308,8 @@ type Node struct {
 	front       *frontier.Frontier
 	client      *fetch.Client
 	warc        *archive.Writer
+	budget      *pageBudget // this node's share of the cluster's page limit
+	limitOnce   sync.Once   // the limit is logged once
 	stage       *corpus.Stage
 	ops         ops
 	scope       scope
@@ -361,6 +365,7 @@ func New(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{cfg: cfg, dir: dir, log: cfg.Logger.With("component", "node", "node", dir.Node)}
+	n.budget = newPageBudget(n)
 	n.net.log = n.log
 	n.httpAddr.Store("")
 	ok := false
@@ -597,6 +602,8 @@ func (n *Node) crawl(ctx context.Context) (graceful, left bool) {
 	var bg sync.WaitGroup
 	bg.Add(1)
 	go func() { defer bg.Done(); n.maintain(leaseCtx) }()
+	bg.Add(1)
+	go func() { defer bg.Done(); n.budget.run(leaseCtx) }()
 
 	done := make(chan struct{})
 	if n.cfg.ExitWhenDone {
@@ -626,7 +633,7 @@ func (n *Node) crawl(ctx context.Context) (graceful, left bool) {
 	case <-done:
 		graceful = true
 	default:
-		graceful = n.cfg.MaxPages > 0 && n.stats.fetched.Load() >= n.cfg.MaxPages
+		graceful = n.budget.limitReached()
 	}
 	// Let fetches in flight finish (they are recorded); abort what is still running after
 	// the grace: an aborted fetch is requeued, not lost.
@@ -656,7 +663,7 @@ func (n *Node) waitDone(ctx context.Context) bool {
 	for {
 		select {
 		case <-ctx.Done():
-			return n.cfg.MaxPages > 0 && n.stats.fetched.Load() >= n.cfg.MaxPages
+			return n.budget.limitReached()
 		case <-t.C:
 		}
 		if n.cluster != nil && n.cluster.Gossip() != nil {
@@ -692,7 +699,7 @@ func (n *Node) clusterDone(ctx context.Context) bool {
 		}
 		select {
 		case <-ctx.Done():
-			return n.cfg.MaxPages > 0 && n.stats.fetched.Load() >= n.cfg.MaxPages
+			return n.budget.limitReached()
 		case <-time.After(wait):
 		}
 	}

@@ -78,7 +78,7 @@ func newCrawlFlags(name string) *crawlFlags {
 	fs.Var(&f.seeds, "seed", "seed URL (repeatable)")
 	fs.StringVar(&f.seedsFile, "seeds", "", "file of seed URLs, one a line (# comments and blank lines ignored)")
 	fs.BoolVar(&c.ExitWhenDone, "exit-when-done", false, "exit 0 once the frontier is empty and nothing is in flight (or --max-pages is reached)")
-	fs.Int64Var(&c.MaxPages, "max-pages", 0, "stop after this many fetches (0 = no limit)")
+	fs.Int64Var(&c.MaxPages, "max-pages", 0, "stop fetching once the whole cluster recorded this many fetches (0 = no limit; exit with --exit-when-done); written into the job configuration when it has none (PATCH /v1/job max_pages changes it)")
 	fs.IntVar(&c.MaxDepth, "max-depth", 16, "maximum link hops from a seed (0: the seeds only, and where they redirect: list mode, as wget -i)")
 	fs.IntVar(&c.MaxPagesPerHost, "max-pages-per-host", 100000, "maximum URLs admitted per host")
 	f.durationVar(&c.Delay, "delay", time.Second, "delay between requests to a host when robots.txt gives no Crawl-delay (0 allowed; a bare number is seconds: 0.5 = 500ms)")
@@ -121,7 +121,7 @@ func newCrawlFlags(name string) *crawlFlags {
 	fs.StringVar(&f.goroutines, "goroutine-dump", "", "on SIGUSR1, write the goroutines (grouped by stack, go tool pprof's debug=1 text) to this file, numbered by dump, and a heap profile to FILE.heap.N")
 	addOutputStoreFlags(f)
 	fs.Int64Var(&c.MinFreeDisk, "min-free-disk", 256<<20, "pause fetching while the data directory's disk has fewer free bytes than this (resumes by itself)")
-	fs.StringVar(&c.APIToken, "api-token", "", "bearer token required by every mutating API request and by --pprof's endpoints (also CRAWLNODE_API_TOKEN)")
+	fs.StringVar(&c.APIToken, "api-token", "", "bearer token required by every mutating API request, by --pprof's endpoints and by the export files (also CRAWLNODE_API_TOKEN)")
 	fs.StringVar(&c.HTTPAddr, "http", "127.0.0.1:7070", "HTTP API address (port 0: any free port, written to DIR/http.addr; empty: no API)")
 	fs.StringVar(&c.InternalAddr, "internal-http", "", "separate address for the node-to-node endpoints (default: they share --http)")
 	cl := &c.Cluster

@@ -44,7 +44,7 @@ func runExportFrom(f *storeExportFlags, o node.ExportOptions) error {
 	if term {
 		fmt.Fprint(os.Stderr, "\r\x1b[K")
 	}
-	reportDamage(o, st.Damaged)
+	printDamage(o.Format, st.Damaged)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@
 //	crawlnode [--data DIR] [--seed URL ... | --seeds FILE] [--exit-when-done] [flags]
 //	crawlnode demo [--out DIR]            crawl an in-process simulated web, offline
 //	crawlnode export --data DIR --format jsonl|markdown|warc|urls|cdxj|wacz [--include-duplicates] --out PATH
+//	crawlnode export --api URL [--api-token T] [--allow-partial] --format ... --out PATH
 //	crawlnode deadletters --data DIR
 //	crawlnode status|seed|block|unblock|pause|resume --api URL    wrap the HTTP API
 //
@@ -90,6 +91,7 @@ Usage:
                                         no seed: wait for seeds on the HTTP API (--http)
   crawlnode demo [--out DIR] [--hosts N]
   crawlnode export --data DIR --format jsonl|markdown|warc|urls|cdxj|wacz [--include-duplicates] --out PATH
+  crawlnode export --api URL [--api-token T] [--allow-partial] --format ... --out PATH   (the whole cluster)
   crawlnode deadletters --data DIR
   crawlnode status|cluster|pause|resume [--api URL]
   crawlnode leave [--api URL]           decommission that node: hand off its partitions, then exit

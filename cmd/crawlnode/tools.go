@@ -40,6 +40,11 @@ func runExport(args []string) error {
 	fs.BoolVar(&o.IncludeDuplicates, "include-duplicates", false, "jsonl, markdown: include pages marked duplicate_of")
 	fs.BoolVar(&o.IncludeRejected, "include-rejected", false, "jsonl, markdown: include pages a quality filter or opt-out signal left out")
 	fs.StringVar(&o.Out, "out", "", "output file (- for standard output), a directory for markdown; jsonl is zstd-compressed when it ends in .zst")
+	var apiBase, apiToken string
+	var allowPartial bool
+	fs.StringVar(&apiBase, "api", "", "export the whole cluster through this node's API (http://HOST:PORT) instead of --data")
+	fs.StringVar(&apiToken, "api-token", os.Getenv("CRAWLNODE_API_TOKEN"), "with --api: the cluster's API token")
+	fs.BoolVar(&allowPartial, "allow-partial", false, "with --api: when a member cannot be read, export the others and name it (default: fail, write nothing)")
 	storeFlags := addStoreExportFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -57,10 +62,16 @@ func runExport(args []string) error {
 		return usageError{"export: --format markdown writes a directory: --out DIR"}
 	}
 	if storeFlags.from != "" {
+		if apiBase != "" {
+			return usageError{"export: give --from or --api, not both"}
+		}
 		return runExportFrom(storeFlags, o)
 	}
+	if apiBase != "" {
+		return runExportAPI(apiBase, apiToken, allowPartial, o)
+	}
 	st, err := node.Export(o)
-	reportDamage(o, st.Damaged)
+	printDamage(o.Format, st.Damaged)
 	warnStoreOnly(o.DataDir)
 	if err != nil {
 		return err
@@ -72,10 +83,10 @@ func runExport(args []string) error {
 	return nil
 }
 
-// reportDamage says which regions of WARC files an export skipped.
-func reportDamage(o node.ExportOptions, damaged []archive.Damage) {
+// printDamage reports the damaged WARC regions an export skipped.
+func printDamage(f node.ExportFormat, damaged []archive.Damage) {
 	for _, d := range damaged {
-		if o.Format == node.ExportCDXJ || o.Format == node.ExportWACZ {
+		if f == node.ExportCDXJ || f == node.ExportWACZ || f == node.ExportURLs && d.Resume < 0 {
 			fmt.Fprintf(os.Stderr, "crawlnode: export: damaged WARC file %s at offset %d: its records from there on are left out of the index: %v\n", d.File, d.Offset, d.Err)
 			continue
 		}
