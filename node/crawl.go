@@ -343,9 +343,11 @@ func (n *Node) admit(ctx context.Context, l *frontier.Lease, ws *workerState) (h
 		n.front.DeferHost(hostKey, 200*time.Millisecond)
 		return hostKey, nil, frontier.Outcome{Kind: frontier.Requeue, NoRequest: true}, false
 	}
-	if n.isBlocked(hostKey) || n.Paused() {
-		// Blocked domain (or paused since the lease): the URL stays queued, untouched, and
-		// the host is looked at again a few seconds later.
+	if n.isBlocked(hostKey) || n.Paused() || n.pausedUntil.Load() > n.cfg.Now().UnixNano() {
+		// Blocked domain (or paused since the lease: by the operator, a full disk or output
+		// waiting for the store; a slot that waited in frontier.Next through the start of a
+		// pause must not fetch): the URL stays queued, untouched, and the host is looked at
+		// again a few seconds later.
 		n.front.DeferHost(hostKey, blockedRecheck)
 		return hostKey, nil, frontier.Outcome{Kind: frontier.Requeue, NoRequest: true}, false
 	}

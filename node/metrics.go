@@ -42,7 +42,27 @@ func newMetrics(n *Node) *metrics {
 	r.frontier(n)
 	r.cluster(n)
 	r.replica(n)
+	r.outputStore(n)
 	return m
+}
+
+// outputStore registers the uploader's figures (--output-store only).
+func (r registrar) outputStore(n *Node) {
+	if n.uploader == nil {
+		return
+	}
+	u := n.uploader
+	r.gauge("output_store_unshipped_bytes", "Bytes of WARC files and corpus shards not yet in the output store (closed files waiting plus open ones).", func() float64 { return float64(u.Stats().UnshippedBytes) })
+	r.gauge("output_store_unshipped_files", "Closed files waiting for upload.", func() float64 { return float64(u.Stats().UnshippedFiles) })
+	r.counter("output_store_uploads_total", "Files uploaded and verified (WARC files, CDXJ indexes, corpus shards).", nil, func() float64 { return float64(u.Stats().Uploads) })
+	r.counter("output_store_failures_total", "Failed upload attempts (retried with backoff).", nil, func() float64 { return float64(u.Stats().Failures) })
+	r.counter("output_store_uploaded_bytes_total", "Bytes uploaded and verified.", nil, func() float64 { return float64(u.Stats().BytesUploaded) })
+	r.gauge("output_store_paused", "1 while fetching is paused because too much output waits for the store.", func() float64 {
+		if n.storeBehind.Load() {
+			return 1
+		}
+		return 0
+	})
 }
 
 // registrar registers the metrics read at scrape time on the node's registry.

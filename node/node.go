@@ -20,6 +20,7 @@ import (
 	"github.com/crawlnode/crawlnode/fetch"
 	"github.com/crawlnode/crawlnode/frontier"
 	"github.com/crawlnode/crawlnode/internal/badgermem"
+	"github.com/crawlnode/crawlnode/outstore"
 	"github.com/crawlnode/crawlnode/ring"
 	"github.com/crawlnode/crawlnode/urlnorm"
 )
@@ -138,6 +139,12 @@ type Config struct {
 	// gone, for files ~40% larger on text pages (more on markup-heavy HTML); 2..9 compress
 	// more for more CPU.
 	WARCGzipLevel int
+	// RotateEvery closes a WARC file or corpus shard once it is this old, so that what an
+	// output store has not received yet stays small (archive.Config.MaxFileAge,
+	// corpus.Config.ShardMaxAge). 0: DefaultRotateEvery with an output store, else size only.
+	RotateEvery time.Duration
+	// OutputStore ships outputs to object storage; its zero value keeps them local only.
+	OutputStore OutputStoreConfig
 	// MinFreeDisk pauses fetching while the data directory's file system has less free
 	// space than this (bytes), and resumes by itself above it. Badger writes through mmap,
 	// where running out of space is a crash rather than an error, so the node stops well
@@ -336,7 +343,11 @@ type Node struct {
 	// "jobs", "done"); an error it returns fails that write.
 	commitHook func(point string) error
 	lowDisk    atomic.Bool
-	rate       rateMeter
+	// uploader ships outputs to the output store; nil without one. storeBehind: fetching
+	// is paused because too much output waits for it.
+	uploader    *outstore.Uploader
+	storeBehind atomic.Bool
+	rate        rateMeter
 
 	shutdownOnce sync.Once
 }
@@ -345,6 +356,14 @@ type Node struct {
 func New(cfg Config) (*Node, error) {
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.OutputStore.URL != "" && cfg.RotateEvery == 0 {
+		cfg.RotateEvery = DefaultRotateEvery
+	}
+	// The output store is checked before the data directory is created or opened.
+	store, err := dialOutputStore(cfg.OutputStore)
+	if err != nil {
 		return nil, err
 	}
 	dir, err := OpenDataDir(cfg.DataDir, cfg.Name)
@@ -373,6 +392,9 @@ func New(cfg Config) (*Node, error) {
 		}
 	}
 	if err := n.openStages(); err != nil {
+		return nil, err
+	}
+	if err := n.openUploader(store); err != nil {
 		return nil, err
 	}
 	if err := n.loadOps(); err != nil {
@@ -450,6 +472,7 @@ func (n *Node) openStages() error {
 		Dir:              n.dir.WARCDir(),
 		NodeName:         n.dir.Node,
 		MaxFileSize:      n.cfg.WARCMaxFileSize,
+		MaxFileAge:       n.cfg.RotateEvery,
 		CompressionLevel: n.cfg.WARCGzipLevel,
 		Software:         "crawlnode/0.1",
 		Now:              n.cfg.Now,
@@ -472,6 +495,7 @@ func (n *Node) openStages() error {
 		Filters:        n.cfg.Filters,
 		NoMarkdown:     n.cfg.NoMarkdown,
 		PDF:            pdf,
+		ShardMaxAge:    n.cfg.RotateEvery,
 		Now:            n.cfg.Now,
 		Logger:         n.cfg.Logger,
 	})
@@ -536,6 +560,8 @@ func (n *Node) Run(ctx context.Context) error {
 	if err := n.stage.Start(stageCtx); err != nil {
 		return fmt.Errorf("start extract stage: %w", err)
 	}
+	stopUploader := n.runUploader()
+	defer stopUploader()
 
 	graceful, left := n.crawl(ctx)
 	if graceful && (n.cfg.ExitWhenDone || left) {
@@ -549,6 +575,8 @@ func (n *Node) Run(ctx context.Context) error {
 	if err := n.stage.Shutdown(shCtx); err != nil {
 		n.log.Warn("extract stage shutdown", "err", err)
 	}
+	stopUploader() // Flush ships the rest alone
+	n.flushOutputs(ctx, graceful && (n.cfg.ExitWhenDone || left) && ctx.Err() == nil)
 	return nil
 }
 
@@ -710,6 +738,7 @@ func (n *Node) maintain(ctx context.Context) {
 		case <-t.C:
 			n.rate.observe(n.cfg.Now(), n.stats.fetched.Load())
 			n.checkDisk()
+			n.checkUnshipped()
 		case <-gc.C:
 			for n.db.RunValueLogGC(0.5) == nil {
 			}
@@ -740,6 +769,9 @@ func (n *Node) closeStores() {
 	n.shutdownOnce.Do(func() {
 		if n.client != nil {
 			n.client.Close()
+		}
+		if n.uploader != nil {
+			n.uploader.Close()
 		}
 		if n.warc != nil {
 			if err := n.warc.Close(); err != nil {

@@ -125,6 +125,7 @@ func newCrawlFlags(name string) *crawlFlags {
 	fs.BoolVar(&c.Pprof, "pprof", false, "serve Go's profiling endpoints under /debug/pprof/ on the HTTP API (e.g. go tool pprof http://ADDR/debug/pprof/profile?seconds=30)")
 	fs.StringVar(&f.memProfile, "memprofile", "", "write a heap profile at exit to this file")
 	fs.StringVar(&f.goroutines, "goroutine-dump", "", "on SIGUSR1, write the goroutines (grouped by stack, go tool pprof's debug=1 text) to this file, numbered by dump, and a heap profile to FILE.heap.N")
+	addOutputStoreFlags(f)
 	fs.Int64Var(&c.MinFreeDisk, "min-free-disk", 256<<20, "pause fetching while the data directory's disk has fewer free bytes than this (resumes by itself)")
 	fs.StringVar(&c.APIToken, "api-token", "", "bearer token required by every mutating API request, by --pprof's endpoints and by the export files (also CRAWLNODE_API_TOKEN)")
 	fs.StringVar(&c.HTTPAddr, "http", "127.0.0.1:7070", "HTTP API address (port 0: any free port, written to DIR/http.addr; empty: no API)")
@@ -196,12 +197,17 @@ func (f *crawlFlags) parse(args []string) error {
 		{f.gcHeadroom < 0, "gc-headroom", ">= 0"},
 		{c.Filters.MinTextLength < 0, "min-text-length", ">= 0"},
 		{c.Filters.MaxLinkDensity <= 0 || c.Filters.MaxLinkDensity > 1, "max-link-density", "in (0, 1]"},
+		{c.RotateEvery < 0, "rotate-every", ">= 0"},
+		{c.OutputStore.MaxUnshipped <= 0, "output-store-max-unshipped", "> 0"},
 	} {
 		if chk.bad {
 			return usageError{fmt.Sprintf("--%s must be %s", chk.flag, chk.want)}
 		}
 	}
 	c.RobotsRetryBase = f.robotsRetry
+	if err := checkOutputStoreFlags(c); err != nil {
+		return err
+	}
 	for _, j := range f.join.vals {
 		for _, a := range strings.Split(j, ",") {
 			if a = strings.TrimSpace(a); a != "" {
