@@ -169,6 +169,9 @@ type Config struct {
 
 	// dialFault is fetch.Config.DialFault, for this package's tests.
 	dialFault func(addr string) error
+	// resolver is fetch.Config.Resolver, for this package's tests (nil: --dns or the
+	// system resolver).
+	resolver fetch.Resolver
 }
 
 func (c *Config) setDefaults() {
@@ -444,6 +447,7 @@ func (n *Node) openStages() error {
 		MaxConnsPerHost: n.cfg.PerHost,
 		Now:             n.cfg.Now,
 		DialFault:       n.cfg.dialFault,
+		Resolver:        n.cfg.resolver,
 	})
 	if err != nil {
 		return fmt.Errorf("fetch client: %w", err)
