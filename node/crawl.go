@@ -372,6 +372,9 @@ func (n *Node) fetchFailed(ctx context.Context, l *frontier.Lease, hostKey strin
 		// Aborted at shutdown: not an attempt of the server's doing.
 		return frontier.Outcome{Kind: frontier.Requeue}
 	}
+	if fetch.Classify(err) == fetch.ClassForbiddenAddress {
+		return n.forbidden(l.URL, hostKey, err)
+	}
 	if n.net.failed(hostKey, err, ws.finished) {
 		// This node's network is down: not an attempt of the host's (netWatch).
 		n.stats.countError("network_unreachable")
@@ -401,6 +404,19 @@ func (n *Node) fetchFailed(ctx context.Context, l *frontier.Lease, hostKey strin
 	}
 	n.stats.fetched.Add(1)
 	return frontier.Outcome{Kind: frontier.Fetched, Err: msg}
+}
+
+// forbidden is the outcome of a URL whose host's address the fetcher's address guard
+// refused (loopback, private, link-local... and not in --allow-ips): nothing was sent, and
+// asking again cannot help, so the URL becomes a dead letter at once with the class as its
+// reason, counted in the errors and the metrics. Nothing is archived.
+func (n *Node) forbidden(url, hostKey string, err error) frontier.Outcome {
+	class := string(fetch.ClassForbiddenAddress)
+	n.stats.countError(class)
+	n.stats.forbidden.Add(1)
+	n.noteError(url, hostKey, class, err.Error())
+	n.log.Debug("address refused", "url", url, "err", err)
+	return frontier.Outcome{Kind: frontier.Retry, Park: true, NoRequest: true, Err: class + ": " + err.Error()}
 }
 
 // record handles a response: archives it, counts it, and passes a page or a sitemap on

@@ -73,6 +73,12 @@
 //	  -> robots.txt known for the host? no: fetch it in this slot, requeue the URL
 //	  -> disallowed? record Drop
 //	  -> fetch (fasthttp, limits; conditional for a revisit)
+//	  -> the host's address refused by the fetcher's guard (robots.txt, tdmrep.json or
+//	     the page; loopback, private... not in --allow-ips)? nothing was sent: the URL is
+//	     a dead letter of class forbidden_address at once, in the recent errors and
+//	     crawlnode_fetch_forbidden_address_total, never retried, never archived. robots.txt
+//	     is not cached for such a host: each of its URLs asks again (a DNS change may
+//	     allow it), which sends nothing while it stays refused
 //	  -> revisit unchanged (304, same body)? WARC revisit record, Done (next visit scheduled)
 //	  -> WARC record written (response, or revisit for a payload seen before)
 //	  -> redirect target / links / sitemap URLs, HTML page's (or PDF's) extract job: kept by the slot

@@ -89,6 +89,7 @@ func (r registrar) crawl(n *Node) {
 	r.counter("pages_fetched_total", fetched, prometheus.Labels{"class": "4xx"}, func() float64 { return float64(st.client4xx.Load()) })
 	r.counter("pages_fetched_total", fetched, prometheus.Labels{"class": "5xx"}, func() float64 { return float64(st.server5xx.Load()) })
 	r.counter("fetch_errors_total", "Fetches that failed before a response (timeouts, resets, DNS...).", nil, func() float64 { return float64(st.fetchErr.Load()) })
+	r.counter("fetch_forbidden_address_total", "URLs not fetched because their host's address is loopback, private, link-local or reserved and not in --allow-ips (dead letters of class forbidden_address; also in fetch_errors_total).", nil, func() float64 { return float64(st.forbidden.Load()) })
 	r.counter("robots_requests_total", "robots.txt fetches.", nil, func() float64 { return float64(st.robotsReq.Load()) })
 	r.counter("robots_disallowed_total", "URLs dropped because robots.txt disallows them.", nil, func() float64 { return float64(st.robotsDeny.Load()) })
 	r.counter("commit_retries_total", "Writes of the group commit (links, extract jobs, outcomes) that failed and were retried.", nil, func() float64 { return float64(st.commitRetries.Load()) })

@@ -6,6 +6,7 @@ import (
 	"github.com/crawlnode/crawlnode/cluster"
 	"github.com/crawlnode/crawlnode/replica"
 	"log/slog"
+	"net/netip"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -56,8 +57,14 @@ type Config struct {
 	Concurrency int
 	// UserAgent sent with every request; its product token selects the robots.txt group.
 	UserAgent string
-	// Resolve overrides where connections for matching hosts go.
+	// Resolve overrides where connections for matching hosts go. Their addresses are
+	// always allowed (the operator named them).
 	Resolve []fetch.ResolveRule
+	// AllowIPs are address ranges the fetcher may connect to although the address guard
+	// refuses them (loopback, private, link-local...): an intranet to crawl (--allow-ips).
+	// Empty: only public addresses; a URL whose host is refused is a dead letter of class
+	// forbidden_address.
+	AllowIPs []netip.Prefix
 	// DNSServers ("ip" or "ip:port") are asked directly for host addresses, with the
 	// answers' TTLs honoured by the fetch layer's cache (--dns). Empty: the system resolver,
 	// whose answers carry no TTL and are cached DNSCacheTTL.
@@ -175,6 +182,9 @@ type Config struct {
 
 	// dialFault is fetch.Config.DialFault, for this package's tests.
 	dialFault func(addr string) error
+	// resolver is fetch.Config.Resolver, for this package's tests (nil: --dns or the
+	// system resolver).
+	resolver fetch.Resolver
 }
 
 func (c *Config) setDefaults() {
@@ -457,6 +467,7 @@ func (n *Node) openStages() error {
 		Timeout:     n.cfg.FetchTimeout,
 		MaxBodySize: n.cfg.MaxBodySize,
 		Resolve:     n.cfg.Resolve,
+		AllowIPs:    n.cfg.AllowIPs,
 		DNSServers:  n.cfg.DNSServers,
 		DNSCacheTTL: n.cfg.DNSCacheTTL,
 		// One connection per allowed request in flight: a host sees no more sockets
@@ -464,6 +475,7 @@ func (n *Node) openStages() error {
 		MaxConnsPerHost: n.cfg.PerHost,
 		Now:             n.cfg.Now,
 		DialFault:       n.cfg.dialFault,
+		Resolver:        n.cfg.resolver,
 	})
 	if err != nil {
 		return fmt.Errorf("fetch client: %w", err)
@@ -833,6 +845,7 @@ type counters struct {
 	client4xx  atomic.Int64
 	server5xx  atomic.Int64
 	fetchErr   atomic.Int64 // transport errors
+	forbidden  atomic.Int64 // URLs refused by the address guard (also in fetchErr)
 	robotsDeny atomic.Int64
 	robotsReq  atomic.Int64
 	busy       atomic.Int64 // leases between Next and Done (in a fetch slot or waiting for their links' commit)

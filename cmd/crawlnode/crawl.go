@@ -50,6 +50,7 @@ type crawlFlags struct {
 	seeds       listFlag
 	seedsFile   string
 	resolve     listFlag
+	allowIPs    listFlag
 	dns         listFlag
 	logLevel    string
 	logFormat   string
@@ -89,6 +90,7 @@ func newCrawlFlags(name string) *crawlFlags {
 	fs.Var(&f.include, "include", "follow only links whose URL matches this regular expression (repeatable)")
 	fs.Var(&f.exclude, "exclude", "never follow links whose URL matches this regular expression (repeatable)")
 	fs.Var(&f.resolve, "resolve", "HOST=ADDR: connect to ADDR for HOST (exact name or *.suffix); repeatable")
+	fs.Var(&f.allowIPs, "allow-ips", "CIDR (or IP) the fetcher may connect to although it is loopback, private, link-local or reserved, e.g. an intranet; repeatable or comma-separated (default: public addresses only; --resolve targets are always allowed)")
 	fs.Var(&f.dns, "dns", "DNS server IP[:PORT] asked directly, answers cached for their TTL (repeatable or comma-separated; default: the system resolver)")
 	f.durationVar(&c.DNSCacheTTL, "dns-cache-ttl", 5*time.Minute, "longest time a DNS answer is cached")
 	f.durationVar(&c.FetchTimeout, "timeout", 30*time.Second, "timeout for one request, body included")
@@ -157,6 +159,7 @@ func (f *crawlFlags) parse(args []string) error {
 		return err
 	}
 	f.dns.replace = true
+	f.allowIPs.replace = true
 	f.seeds.replace, f.resolve.replace, f.include.replace, f.exclude.replace, f.join.replace = true, true, true, true, true
 	if err := f.fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -257,6 +260,18 @@ func (f *crawlFlags) parse(args []string) error {
 			return usageError{fmt.Sprintf("--resolve %q: %v", r, err)}
 		}
 		c.Resolve = append(c.Resolve, rule)
+	}
+	for _, v := range f.allowIPs.vals {
+		for _, a := range strings.Split(v, ",") {
+			if a = strings.TrimSpace(a); a == "" {
+				continue
+			}
+			p, err := fetch.ParseAllowIP(a)
+			if err != nil {
+				return usageError{fmt.Sprintf("--allow-ips %q: %v", a, err)}
+			}
+			c.AllowIPs = append(c.AllowIPs, p)
+		}
 	}
 	for _, v := range f.dns.vals {
 		for _, d := range strings.Split(v, ",") {
