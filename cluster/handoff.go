@@ -302,6 +302,27 @@ func (c *Cluster) receiveLinks(_ context.Context, _ string, pl forward.Partition
 	return err
 }
 
+// WithLeases runs fn while this node holds every partition of ps at its epoch and no
+// handoff or import holds it, else it returns those it does not hold and runs nothing.
+// It holds routeMu for reading, like a forwarded link's add: a handoff's final export
+// waits for fn, so nothing fn writes under a partition is left behind (package dedup).
+func (c *Cluster) WithLeases(ps map[uint16]uint64, fn func() error) ([]uint16, error) {
+	c.routeMu.RLock()
+	defer c.routeMu.RUnlock()
+	var refused []uint16
+	synced := c.synced.Load() // cut off from the leader: the lease may have moved on
+	for p, e := range ps {
+		owner, epoch := c.OwnerOf(p)
+		if !synced || owner != c.self || epoch != e || !c.HoldsLocal(p) {
+			refused = append(refused, p)
+		}
+	}
+	if len(refused) > 0 {
+		return refused, nil
+	}
+	return nil, fn()
+}
+
 // linksCopied runs after forwarded links were committed, before the sender is told (and
 // deletes them): it waits until the committed partitions' backups hold a copy with them.
 // Acknowledged earlier, links committed here after the last replica round were lost with

@@ -17,6 +17,7 @@ import (
 	"github.com/crawlnode/crawlnode/api"
 	"github.com/crawlnode/crawlnode/archive"
 	"github.com/crawlnode/crawlnode/corpus"
+	"github.com/crawlnode/crawlnode/dedup"
 	"github.com/crawlnode/crawlnode/fetch"
 	"github.com/crawlnode/crawlnode/frontier"
 	"github.com/crawlnode/crawlnode/internal/badgermem"
@@ -300,6 +301,8 @@ type Node struct {
 	client      *fetch.Client
 	warc        *archive.Writer
 	stage       *corpus.Stage
+	dedupStore  *dedup.Store   // the duplicate keys this node owns (package dedup)
+	dedup       *dedup.Decider // the stage's duplicate decisions, asked of each key's owner
 	ops         ops
 	scope       scope
 	robots      *hostCache[*fetch.Robots]
@@ -446,7 +449,13 @@ func (n *Node) openStages() error {
 	if err != nil {
 		return fmt.Errorf("open WARC writer: %w", err)
 	}
+	n.dedupStore = dedup.NewStore(n.db)
+	n.dedup, err = dedup.New(dedup.Config{Store: n.dedupStore, Cluster: dedupCluster{n}, Logger: n.cfg.Logger})
+	if err != nil {
+		return err
+	}
 	n.stage, err = corpus.New(corpus.Config{
+		Decider:        n.dedup,
 		DB:             n.db,
 		OutDir:         n.dir.CorpusDir(),
 		NodeName:       n.dir.Node,
