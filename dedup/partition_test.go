@@ -114,3 +114,36 @@ func TestDecisionsMoveWithPartition(t *testing.T) {
 		}
 	}
 }
+
+// TestMigrate: a node's own indexes from before (corpus 'c' and 'n') become D keys, and
+// the decisions they held are found again through the Decider.
+func TestMigrate(t *testing.T) {
+	_, ns := newCluster(t, 1)
+	orig := page("http://a/1", "old", 0x1234_5678_9abc_def0)
+	err := ns[0].db.Update(func(txn *badger.Txn) error {
+		return txn.Set(append([]byte{keyspace.CorpusExact}, orig.Hash...), []byte(orig.Ref))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := corpus.NewBadgerNearIndex(ns[0].db).Insert(orig.SimHash, orig.Ref); err != nil {
+		t.Fatal(err)
+	}
+	moved, err := Migrate(ns[0].db)
+	if err != nil || moved != 5 {
+		t.Fatalf("Migrate: %d moved, %v", moved, err)
+	}
+	if moved, err := Migrate(ns[0].db); err != nil || moved != 0 {
+		t.Fatalf("Migrate again: %d moved, %v", moved, err)
+	}
+	if n := countDB(t, ns[0]); n != 5 {
+		t.Fatalf("%d D keys, want 5", n)
+	}
+	want := []corpus.DedupVerdict{{Of: orig.Ref, Kind: corpus.DupExact}, {Of: orig.Ref, Kind: corpus.DupNear, Distance: 1}}
+	got := decide(t, ns[0].dec, page("http://b/1", "old", orig.SimHash), page("http://c/1", "old!", orig.SimHash^1))
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("page %d: %+v, want %+v", i, got[i], want[i])
+		}
+	}
+}

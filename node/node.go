@@ -449,6 +449,11 @@ func (n *Node) openStages() error {
 	if err != nil {
 		return fmt.Errorf("open WARC writer: %w", err)
 	}
+	if moved, err := dedup.Migrate(n.db); err != nil {
+		return err
+	} else if moved > 0 {
+		n.log.Info("duplicate indexes moved to the cluster's partitioned keys", "keys", moved)
+	}
 	n.dedupStore = dedup.NewStore(n.db)
 	n.dedup, err = dedup.New(dedup.Config{Store: n.dedupStore, Cluster: dedupCluster{n}, Logger: n.cfg.Logger})
 	if err != nil {
