@@ -27,8 +27,9 @@
 // The decision, in two rounds:
 //
 //  1. For every page: OpExact (look up the hash, insert the page if absent) and, per
-//     table, OpNear (the closest fingerprint within distance 3 in the page's bucket,
-//     insert the page's fingerprint if absent). A page whose hash names another page is
+//     table, OpNear (the closest fingerprint within distance 3 in the page's bucket;
+//     the page's fingerprint enters the bucket only if it found none there). A page whose
+//     hash names another page is
 //     an exact duplicate of it; else one whose buckets found a fingerprint is a near
 //     duplicate of the closest; else it is an original.
 //  2. A duplicate takes back what round 1 inserted for it (OpDropExact, OpDropNear:
@@ -45,6 +46,11 @@
 //     owner, judges, and whichever of the two reached it first is found by the other. A
 //     stored original within distance 3 is still always found (it is in every one of its
 //     buckets), so sequential decisions are the single-node ones.
+//   - A page enters no bucket where it found a match. With the rule above, the two pages
+//     of a pair are never both in their judging bucket, so a round that failed midway
+//     (one owner applied its share, another did not answer) and is asked again cannot
+//     make each page find the other (TestRetriedRoundKeepsOneOriginal; found by
+//     TestClusterCorpus when a partition's owner refused during a lease move).
 //   - Exact copies in the near index. A near entry carries the first 8 bytes of its
 //     page's hash; a probe ignores entries with its own hash, which the exact key decides.
 //     Otherwise two identical pages racing could each be an exact duplicate by the exact

@@ -29,7 +29,7 @@ const (
 	OpExact = 'c'
 	// OpNear: look for the closest fingerprint within MaxDistance whose lowest shared table
 	// with FP is Table (other than the page itself and exact copies of it), and insert FP
-	// if absent.
+	// if absent and nothing was found.
 	OpNear = 'n'
 	// OpDropExact, OpDropNear: delete the key if it still holds Ref (a page that turned out
 	// to be a duplicate takes back what it inserted).
@@ -185,7 +185,9 @@ func applyNear(txn *badger.Txn, o *Op) (Result, error) {
 		}
 	}
 	it.Close()
-	if !present {
+	// A page that found a match here does not enter this bucket: were it retried (a
+	// failed round), the two pages of a pair could otherwise each find the other here.
+	if !present && best.Ref == "" {
 		v := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(o.Ref)), own)
 		if err := txn.Set(nearKey(o.Part, t, o.FP), append(v, o.Ref...)); err != nil {
 			return Result{}, err
