@@ -400,12 +400,15 @@ type idleReport struct {
 	// A cluster none of whose members is seeded has not started its crawl, so it is not
 	// done: members started with --exit-when-done wait for seeds sent through the API.
 	Seeded bool `json:"seeded"`
+	// Extracting is the node's extract backlog: its duplicate decisions still need the
+	// keys' owners (WaitExtracted).
+	Extracting int `json:"extracting"`
 }
 
 func (c *Cluster) localIdle() idleReport {
 	fs := c.front.Stats()
 	rep := idleReport{Node: c.self, Done: c.doneLocal.Load(), Fetched: c.host.Fetched(), Queued: fs.Queued, Outbox: c.out.Queued(),
-		Seeded: fs.Seen > 0 || c.host.Seeded()}
+		Seeded: fs.Seen > 0 || c.host.Seeded(), Extracting: c.host.Extracting()}
 	c.mu.Lock()
 	held := len(c.handing) > 0
 	for _, h := range c.hold {
@@ -414,6 +417,39 @@ func (c *Cluster) localIdle() idleReport {
 	c.mu.Unlock()
 	rep.Idle = c.front.Idle() && c.host.Busy() == 0 && rep.Outbox == 0 && !held && len(c.foreign()) == 0
 	return rep
+}
+
+// WaitExtracted waits, after this node's crawl is done and its own extract stage caught
+// up, until no alive member has an extract backlog, asking every second: their duplicate
+// decisions need the keys' owners, this node among them, so a node that exited first
+// would hold the others' extraction up. A member that does not answer is asked again; one
+// that is not alive is not waited for. It returns ctx's error if ctx ends first.
+func (c *Cluster) WaitExtracted(ctx context.Context) error {
+	for logged := false; ; {
+		waiting := ""
+		for name, m := range c.Alive() {
+			if name == c.self || m.Meta.HTTPAddr == "" {
+				continue
+			}
+			var rep idleReport
+			if err := c.Get(ctx, "http://"+m.Meta.HTTPAddr+"/internal/v1/idle", &rep); err != nil || rep.Extracting > 0 {
+				waiting = name
+				break
+			}
+		}
+		if waiting == "" {
+			return nil
+		}
+		if !logged {
+			c.log.Info("waiting for the members' extract stages before leaving: their duplicate decisions may need this node", "peer", waiting)
+			logged = true
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 // Done reports whether the whole cluster is done. prev carries the last round's

@@ -541,6 +541,10 @@ func (n *Node) Run(ctx context.Context) error {
 		if err := n.stage.Drain(ctx); err != nil && ctx.Err() == nil {
 			return fmt.Errorf("drain extract stage: %w", err)
 		}
+		if !left {
+			// Peers' duplicate decisions may need the keys this node owns.
+			_ = n.cluster.WaitExtracted(ctx)
+		}
 	}
 	shCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
