@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -250,7 +251,7 @@ func dedupWorkload(n int) (hashes [][]byte, fps []uint64) {
 func BenchmarkDedup(b *testing.B) {
 	const warm = 100_000
 	hashes, fps := dedupWorkload(warm + 200_000)
-	s, err := New(Config{DB: openMemDB(b), OutDir: b.TempDir(), Load: newSite().load})
+	s, err := New(Config{DB: openMemDB(b), OutDir: b.TempDir(), NodeName: "n1", Load: newSite().load})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -265,9 +266,14 @@ func BenchmarkDedup(b *testing.B) {
 		do(i)
 	}
 	i := warm
+	var ru0, ru1 syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
 	b.ResetTimer()
 	for b.Loop() {
 		do(i)
 		i++
 	}
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
+	cpu := ru1.Utime.Nano() + ru1.Stime.Nano() - ru0.Utime.Nano() - ru0.Stime.Nano()
+	b.ReportMetric(float64(cpu)/float64(b.N)/1e3, "cpu-us/page")
 }
