@@ -36,6 +36,7 @@ const (
 	CorpusJob   = 'x' // x|seq -> a queued extract job (the durable backlog)
 	CorpusExact = 'c' // c|sha256 -> the first page with that normalized text
 	CorpusNear  = 'n' // n|table|block|simhash -> a page with that near-duplicate fingerprint
+	// (c and n: a stage without a Decider only; a node moves them into D at start, dedup.Migrate)
 	CorpusState = 'k' // k|name -> the stage's counters and state
 	CorpusPage  = 'u' // u|urlhash -> where a page's corpus record is
 
