@@ -38,6 +38,8 @@ type Host interface {
 	// are under way; Seeded whether the node was given seeds.
 	Fetched() int64
 	Busy() int64
+	// Extracting is the node's extract backlog (pages not yet in a corpus shard).
+	Extracting() int
 	Seeded() bool
 }
 

@@ -52,7 +52,10 @@
 //     leased and at least one member seeded (given seeds, or holding seen URLs): a
 //     cluster started without seeds waits for them rather than calling an empty crawl
 //     done. A node that decided keeps answering "done" for a few seconds before it
-//     exits, and a node that hears "done" from a peer is done too.
+//     exits, and a node that hears "done" from a peer is done too. Once done and its own
+//     extract stage has caught up, a node still waits (WaitExtracted) until no alive
+//     member has an extract backlog: those members' duplicate decisions may need the keys
+//     this node owns (package dedup), and they would wait for ever for an owner gone.
 //   - Internal node-to-node calls are plain HTTP on the API address under /internal/
 //     (or on the node's internal listener when it has one), carrying the API token when
 //     one is set. docs/architecture.md, "Cross-node messages", lists every one.

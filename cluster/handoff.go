@@ -302,6 +302,27 @@ func (c *Cluster) receiveLinks(_ context.Context, _ string, pl forward.Partition
 	return err
 }
 
+// WithLeases runs fn while this node holds every partition of ps at its epoch and no
+// handoff or import holds it, else it returns those it does not hold and runs nothing.
+// It holds routeMu for reading, like a forwarded link's add: a handoff's final export
+// waits for fn, so nothing fn writes under a partition is left behind (package dedup).
+func (c *Cluster) WithLeases(ps map[uint16]uint64, fn func() error) ([]uint16, error) {
+	c.routeMu.RLock()
+	defer c.routeMu.RUnlock()
+	var refused []uint16
+	synced := c.synced.Load() // cut off from the leader: the lease may have moved on
+	for p, e := range ps {
+		owner, epoch := c.OwnerOf(p)
+		if !synced || owner != c.self || epoch != e || !c.HoldsLocal(p) {
+			refused = append(refused, p)
+		}
+	}
+	if len(refused) > 0 {
+		return refused, nil
+	}
+	return nil, fn()
+}
+
 // linksCopied runs after forwarded links were committed, before the sender is told (and
 // deletes them): it waits until the committed partitions' backups hold a copy with them.
 // Acknowledged earlier, links committed here after the last replica round were lost with
@@ -379,12 +400,15 @@ type idleReport struct {
 	// A cluster none of whose members is seeded has not started its crawl, so it is not
 	// done: members started with --exit-when-done wait for seeds sent through the API.
 	Seeded bool `json:"seeded"`
+	// Extracting is the node's extract backlog: its duplicate decisions still need the
+	// keys' owners (WaitExtracted).
+	Extracting int `json:"extracting"`
 }
 
 func (c *Cluster) localIdle() idleReport {
 	fs := c.front.Stats()
 	rep := idleReport{Node: c.self, Done: c.doneLocal.Load(), Fetched: c.host.Fetched(), Queued: fs.Queued, Outbox: c.out.Queued(),
-		Seeded: fs.Seen > 0 || c.host.Seeded()}
+		Seeded: fs.Seen > 0 || c.host.Seeded(), Extracting: c.host.Extracting()}
 	c.mu.Lock()
 	held := len(c.handing) > 0
 	for _, h := range c.hold {
@@ -393,6 +417,39 @@ func (c *Cluster) localIdle() idleReport {
 	c.mu.Unlock()
 	rep.Idle = c.front.Idle() && c.host.Busy() == 0 && rep.Outbox == 0 && !held && len(c.foreign()) == 0
 	return rep
+}
+
+// WaitExtracted waits, after this node's crawl is done and its own extract stage caught
+// up, until no alive member has an extract backlog, asking every second: their duplicate
+// decisions need the keys' owners, this node among them, so a node that exited first
+// would hold the others' extraction up. A member that does not answer is asked again; one
+// that is not alive is not waited for. It returns ctx's error if ctx ends first.
+func (c *Cluster) WaitExtracted(ctx context.Context) error {
+	for logged := false; ; {
+		waiting := ""
+		for name, m := range c.Alive() {
+			if name == c.self || m.Meta.HTTPAddr == "" {
+				continue
+			}
+			var rep idleReport
+			if err := c.Get(ctx, "http://"+m.Meta.HTTPAddr+"/internal/v1/idle", &rep); err != nil || rep.Extracting > 0 {
+				waiting = name
+				break
+			}
+		}
+		if waiting == "" {
+			return nil
+		}
+		if !logged {
+			c.log.Info("waiting for the members' extract stages before leaving: their duplicate decisions may need this node", "peer", waiting)
+			logged = true
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 // Done reports whether the whole cluster is done. prev carries the last round's

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -220,4 +221,59 @@ func BenchmarkStage(b *testing.B) {
 	b.ReportMetric(bytesPerPage, "corpus-bytes/page")
 	b.ReportMetric(textPerPage, "text-bytes/page")
 	b.ReportMetric(float64(runtime.NumCPU()), "workers")
+}
+
+// dedupWorkload is the duplicate-decision workload of BenchmarkDedup (and of package
+// dedup's BenchmarkDecide, which builds the same): distinct pages, every 10th an exact copy
+// and every 10th (offset 5) a near copy (2 bits) of an earlier page.
+func dedupWorkload(n int) (hashes [][]byte, fps []uint64) {
+	r := rand.New(rand.NewPCG(9, 9))
+	for i := 0; i < n; i++ {
+		h := make([]byte, 32)
+		for j := range h {
+			h[j] = byte(r.Uint32())
+		}
+		fp := r.Uint64()
+		switch {
+		case i > 10 && i%10 == 0:
+			k := r.IntN(i)
+			h, fp = hashes[k], fps[k]
+		case i > 10 && i%10 == 5:
+			fp = flipBits(r, fps[r.IntN(i)], 2)
+		}
+		hashes, fps = append(hashes, h), append(fps, fp)
+	}
+	return hashes, fps
+}
+
+// BenchmarkDedup is the stage's own duplicate decision (Config.Decider nil: this node's 'c'
+// and 'n' keys, one page at a time), per page, on a 100k-page index.
+func BenchmarkDedup(b *testing.B) {
+	const warm = 100_000
+	hashes, fps := dedupWorkload(warm + 200_000)
+	s, err := New(Config{DB: openMemDB(b), OutDir: b.TempDir(), NodeName: "n1", Load: newSite().load})
+	if err != nil {
+		b.Fatal(err)
+	}
+	do := func(i int) {
+		rec := Record{URL: fmt.Sprintf("http://h%d.sim.test/p", i), FetchTime: time.Unix(int64(i), 0)}
+		a := analysis{hashBytes: hashes[i], simhash: fps[i]}
+		if err := s.dedup(&rec, &a); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for i := 0; i < warm; i++ {
+		do(i)
+	}
+	i := warm
+	var ru0, ru1 syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
+	b.ResetTimer()
+	for b.Loop() {
+		do(i)
+		i++
+	}
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
+	cpu := ru1.Utime.Nano() + ru1.Stime.Nano() - ru0.Utime.Nano() - ru0.Stime.Nano()
+	b.ReportMetric(float64(cpu)/float64(b.N)/1e3, "cpu-us/page")
 }

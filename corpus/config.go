@@ -150,6 +150,13 @@ type Config struct {
 	Now func() time.Time
 	// Logger receives the stage's logs. Default: discarded.
 	Logger *slog.Logger
+	// Decider, when set, makes the duplicate decisions (package dedup: one owner per key
+	// across the cluster), for up to DecideBatch pages at once; a failed call is retried
+	// with backoff and the pages' jobs stay queued meanwhile. Nil: this node's own indexes
+	// ('c', 'n'), one page at a time.
+	Decider Decider
+	// DecideBatch is the most pages one Decider call decides. Default 64.
+	DecideBatch int
 }
 
 func (c *Config) setDefaults() {
@@ -181,6 +188,9 @@ func (c *Config) setDefaults() {
 	c.PDF.setDefaults()
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if c.DecideBatch <= 0 {
+		c.DecideBatch = 64
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))

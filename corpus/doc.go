@@ -33,6 +33,11 @@
 //     shingles) looked up in a Manku et al. 4-table index of 16-bit blocks (distance <= 3, at
 //     most 4 probes; 'n' family). A duplicate
 //     gets a record with duplicate_of / duplicate_kind; export decides whether to keep it.
+//     With Config.Decider (the node sets package dedup's, which asks each key's owner in
+//     the cluster) the committer decides up to DecideBatch ready pages in one call instead,
+//     with the same rules; a call that fails is retried with backoff, writing nothing and
+//     keeping the jobs queued, so an unreachable owner holds extraction back (bounded by
+//     MaxBacklog), never fetching, and decides nothing on a guess.
 //   - Markdown beside the text (Record.Markdown, unless Config.NoMarkdown): the same main
 //     content go-trafilatura's text is made of, with headings, paragraphs, lists, tables,
 //     code blocks, emphasis, links (absolute) and images' alt text; see "Markdown" below.

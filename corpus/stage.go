@@ -47,6 +47,8 @@ type Stats struct {
 	// leave CPU idle (Config.DeferBelowIdle); HeldSpells counts the times the gate closed.
 	Held       time.Duration
 	HeldSpells int64
+	// DecideFailures counts this run's failed Decider calls (each retried with backoff).
+	DecideFailures int64
 }
 
 type persistedStats struct {
@@ -88,16 +90,17 @@ type Stage struct {
 	started bool
 	closed  bool
 
-	backlog  atomic.Int64
-	inflight atomic.Int64
-	notify   chan struct{}
-	work     chan dispatched
-	results  chan result
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup
-	stopped  chan struct{} // closed when the committer exits
-	gate     *cpuGate      // nil: workers never wait for idle CPU
-	draining atomic.Int32  // Drain calls waiting: the gate is open
+	backlog     atomic.Int64
+	inflight    atomic.Int64
+	decideFails atomic.Int64 // Decider calls that failed (retried)
+	notify      chan struct{}
+	work        chan dispatched
+	results     chan result
+	cancel      context.CancelFunc
+	wg          sync.WaitGroup
+	stopped     chan struct{} // closed when the committer exits
+	gate        *cpuGate      // nil: workers never wait for idle CPU
+	draining    atomic.Int32  // Drain calls waiting: the gate is open
 
 	statsMu   sync.Mutex
 	stats     persistedStats
@@ -279,7 +282,7 @@ func (s *Stage) Start(ctx context.Context) error {
 		go func() { defer s.wg.Done(); defer workers.Done(); s.worker(runCtx) }()
 	}
 	go func() { defer s.wg.Done(); workers.Wait(); close(s.results) }()
-	go func() { defer s.wg.Done(); defer close(s.stopped); s.commitLoop(cancel) }()
+	go func() { defer s.wg.Done(); defer close(s.stopped); s.commitLoop(runCtx, cancel) }()
 	s.started = true
 	s.log.Info("extract stage started", "workers", s.cfg.Workers, "backlog", s.Backlog(), "shard_seq", s.shardSeq)
 	return nil
@@ -492,7 +495,7 @@ func (s *Stage) process(ctx context.Context, j *Job) (a analysis, dropped bool) 
 }
 
 // commitLoop is the single writer: duplicate decisions, shard writes, backlog deletions.
-func (s *Stage) commitLoop(cancel context.CancelFunc) {
+func (s *Stage) commitLoop(ctx context.Context, cancel context.CancelFunc) {
 	ticker := time.NewTicker(s.cfg.CommitInterval)
 	defer ticker.Stop()
 	failed := false
@@ -510,37 +513,35 @@ func (s *Stage) commitLoop(cancel context.CancelFunc) {
 		select {
 		case r, ok := <-s.results:
 			if !ok {
-				if !failed {
-					if err := s.commit(); err != nil {
-						fail(err)
-					}
-				}
-				if s.shard != nil {
-					if failed {
-						// Leave the .partial for recovery as a crash would: no frame end, nothing
-						// more written (the file is closed before the encoder).
-						s.shard.f.Close()
-						s.shard.enc.Close()
-					} else if err := s.shard.close(); err != nil {
-						fail(err)
-					}
-					s.durable.Store(nil)
-					s.shard = nil
-				}
+				s.finishCommits(failed, fail)
 				return
 			}
 			if failed || r.dropped {
 				s.inflight.Add(-1)
 				continue
 			}
-			if err := s.handle(r); err != nil {
-				fail(err)
+			batch, closed := s.gather(r)
+			if s.cfg.Decider != nil && !s.decideBatch(ctx, batch) {
+				// Stopping while the owners could not be asked: the jobs stay queued.
+				s.inflight.Add(-int64(len(batch)))
+				batch = nil
 			}
-			s.inflight.Add(-1)
-			if !failed && (len(s.pending) >= s.cfg.CommitEvery || s.inflight.Load() == 0) {
-				if err := s.commit(); err != nil {
-					fail(err)
+			for _, r := range batch {
+				if !failed {
+					if err := s.handle(r); err != nil {
+						fail(err)
+					}
 				}
+				s.inflight.Add(-1)
+				if !failed && (len(s.pending) >= s.cfg.CommitEvery || s.inflight.Load() == 0) {
+					if err := s.commit(); err != nil {
+						fail(err)
+					}
+				}
+			}
+			if closed {
+				s.finishCommits(failed, fail)
+				return
 			}
 		case <-ticker.C:
 			if !failed && len(s.pending) > 0 {
@@ -557,10 +558,32 @@ func (s *Stage) commitLoop(cancel context.CancelFunc) {
 	}
 }
 
+// finishCommits is the committer's last step once the workers are done: commit, close the
+// shard (or, after a failure, leave its .partial for recovery as a crash would).
+func (s *Stage) finishCommits(failed bool, fail func(error)) {
+	if !failed {
+		if err := s.commit(); err != nil {
+			fail(err)
+			failed = true
+		}
+	}
+	if s.shard != nil {
+		if failed {
+			// No frame end, nothing more written (the file is closed before the encoder).
+			s.shard.f.Close()
+			s.shard.enc.Close()
+		} else if err := s.shard.close(); err != nil {
+			fail(err)
+		}
+		s.durable.Store(nil)
+		s.shard = nil
+	}
+}
+
 // handle decides duplicates and appends the record to the open shard.
 func (s *Stage) handle(r result) error {
 	rec := r.a.rec
-	if r.a.hasText && rec.Rejected == "" {
+	if r.a.hasText && rec.Rejected == "" && s.cfg.Decider == nil { // else decided (decideBatch)
 		if err := s.dedup(&rec, &r.a); err != nil {
 			return err
 		}
@@ -841,6 +864,8 @@ func (s *Stage) Stats() Stats {
 		Rejected:    make(map[string]int64, len(s.stats.Rejected)),
 		ExtractTime: s.runBusy,
 		Shards:      s.runShards,
+
+		DecideFailures: s.decideFails.Load(),
 	}
 	if s.gate != nil {
 		st.Held, st.HeldSpells = time.Duration(s.gate.held.Load()), s.gate.closes.Load()

@@ -168,7 +168,9 @@
 //     dropped: the estimate is approximate by design, never a reason to lose a URL.
 //   - Partitions (partition.go) are the unit of handoff: PausePartition keeps a partition's
 //     hosts out of the schedule and its retries where they are; ExportPartition streams its
-//     five families from one read snapshot; ImportPartition merges idempotently (seen:
+//     five families, and package dedup's D keys, from one read snapshot (the duplicate
+//     decisions of a partition travel with it through handoff, sweep and replicas without
+//     a second mechanism); ImportPartition merges idempotently (D: first writer wins; seen:
 //     union, final beats queued, later final wins; a q/r record only for a URL with no
 //     local seen record, re-keyed with local sequence numbers; host state: the more
 //     cautious); DropPartition deletes with tombstones, not DropPrefix, because badger's

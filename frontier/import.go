@@ -30,6 +30,8 @@ type ImportStats struct {
 	Hosts        int // host records merged
 	HostMeta     int // host meta blobs adopted (this node had none)
 	HostMetaKept int // host meta blobs kept (this node had one)
+	DedupNew     int // duplicate keys (family D) added
+	DedupKept    int // duplicate keys already here: the local value stays (first writer wins)
 	Chunks       int // write batches committed
 }
 
@@ -211,6 +213,10 @@ func decodeImport(r rawRec, p uint16, partitionOf func(string) uint16) (impRec, 
 		return d, err
 	case famHost:
 		return decodeImportHost(d, p, partitionOf)
+	case famDedup:
+		if len(r.k) < 4 {
+			return d, fmt.Errorf("%w: dedup key", ErrCorrupt)
+		}
 	default:
 		return d, fmt.Errorf("%w: unknown family %q", ErrCorrupt, r.fam)
 	}
@@ -263,6 +269,8 @@ const (
 	metaKept                   // h meta: a local blob is kept
 	metaNew                    // h meta: adopted
 	hostMerge                  // h: merged with the local state, the more cautious (mergeHost)
+	dedupKept                  // D: a local duplicate key is kept (first writer wins)
+	dedupNew                   // D: a duplicate key this node lacks
 )
 
 // decideImport applies the merge rules to one decoded record and what this node holds.
@@ -292,6 +300,11 @@ func decideImport(r *impRec, l localFacts) verdict {
 			return deadKept
 		}
 		return deadNew
+	case famDedup:
+		if l.exists {
+			return dedupKept
+		}
+		return dedupNew
 	default: // famHost, checked by decodeImport
 		if !r.meta {
 			return hostMerge
@@ -325,6 +338,10 @@ func (st *ImportStats) count(v verdict) {
 		st.HostMetaKept++
 	case metaNew:
 		st.HostMeta++
+	case dedupKept:
+		st.DedupKept++
+	case dedupNew:
+		st.DedupNew++
 	}
 }
 
@@ -402,7 +419,7 @@ func (im *importer) apply(chunk []rawRec) error {
 // builds the writes. Records earlier in the chunk count as local for later ones.
 func (im *importer) plan(txn *badger.Txn, recs []impRec) (importPlan, error) {
 	var pl importPlan
-	var metaKeys [][]byte
+	metaKeys := make(map[string]bool)    // adopt-if-absent keys written earlier in this chunk
 	pend := make(map[[16]byte]seenState) // seen state of URLs written earlier in this chunk
 	for i := range recs {
 		r := &recs[i]
@@ -432,8 +449,10 @@ func (im *importer) plan(txn *badger.Txn, recs []impRec) (importPlan, error) {
 			pl.groups = append(pl.groups, g)
 		case deadNew:
 			pl.groups = append(pl.groups, importGroup{ops: []op{{k: r.key, v: r.val}}, eff: effect{kind: effDead}})
-		case metaNew:
-			metaKeys = append(metaKeys, r.key)
+		case metaNew, dedupNew:
+			// Both are "adopt if absent": later records of the chunk with the same key
+			// must see this one (metaKeys).
+			metaKeys[string(r.key)] = true
 			pl.groups = append(pl.groups, importGroup{ops: []op{{k: r.key, v: r.val}}})
 		case hostMerge:
 			pl.hosts = append(pl.hosts, *r)
@@ -445,7 +464,7 @@ func (im *importer) plan(txn *badger.Txn, recs []impRec) (importPlan, error) {
 
 // facts reads what decideImport needs of this node for r: the URL's seen record (pend
 // first: written earlier in the chunk), or whether the dead letter or meta key exists.
-func (im *importer) facts(txn *badger.Txn, r *impRec, pend map[[16]byte]seenState, metaKeys [][]byte) (localFacts, error) {
+func (im *importer) facts(txn *badger.Txn, r *impRec, pend map[[16]byte]seenState, metaKeys map[string]bool) (localFacts, error) {
 	var l localFacts
 	switch {
 	case r.fam == famQueue || r.fam == famRetry || r.fam == famSeen:
@@ -467,12 +486,12 @@ func (im *importer) facts(txn *badger.Txn, r *impRec, pend map[[16]byte]seenStat
 			return derr
 		})
 		return l, err
-	case r.fam == famDead || r.meta:
+	case r.fam == famDead || r.meta || r.fam == famDedup:
 		var err error
 		if l.exists, err = keyExists(txn, r.key); err != nil {
 			return l, err
 		}
-		if r.meta && slices.ContainsFunc(metaKeys, func(k []byte) bool { return bytes.Equal(k, r.key) }) {
+		if (r.meta || r.fam == famDedup) && metaKeys[string(r.key)] {
 			l.exists = true
 		}
 		return l, nil

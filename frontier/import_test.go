@@ -41,6 +41,9 @@ func TestDecideImport(t *testing.T) {
 		{"host state, exists ignored", impRec{fam: famHost}, localFacts{exists: true}, hostMerge},
 		{"host meta new here", impRec{fam: famHost, meta: true}, localFacts{}, metaNew},
 		{"host meta here already", impRec{fam: famHost, meta: true}, localFacts{exists: true}, metaKept},
+
+		{"dedup key new here", impRec{fam: famDedup}, localFacts{}, dedupNew},
+		{"dedup key here already: first writer wins", impRec{fam: famDedup}, localFacts{exists: true}, dedupKept},
 	}
 	for _, c := range cases {
 		if got := decideImport(&c.rec, c.local); got != c.want {
@@ -52,11 +55,11 @@ func TestDecideImport(t *testing.T) {
 func TestImportStatsCount(t *testing.T) {
 	var st ImportStats
 	for _, v := range []verdict{queueKept, queueAdd, seenOrphan, seenNew, seenKept, seenUpdate, seenUnqueue,
-		deadKept, deadNew, metaKept, metaNew, hostMerge} {
+		deadKept, deadNew, metaKept, metaNew, hostMerge, dedupKept, dedupNew} {
 		st.count(v)
 	}
 	want := ImportStats{QueueKept: 1, Orphans: 1, SeenNew: 1, SeenKept: 1, SeenUpdated: 2, DeadKept: 1, Dead: 1,
-		HostMetaKept: 1, HostMeta: 1}
+		HostMetaKept: 1, HostMeta: 1, DedupKept: 1, DedupNew: 1}
 	if st != want {
 		t.Fatalf("stats %+v, want %+v", st, want)
 	}

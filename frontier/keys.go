@@ -17,6 +17,10 @@ const (
 	famSeen  = keyspace.FrontierSeen  // s|part|urlhash(16) -> seen record
 	famDead  = keyspace.FrontierDead  // d|part|urlhash(16) -> dead letter
 	famRetry = keyspace.FrontierRetry // r|part|due(8, unix ns)|seq(8) -> q key + qrec; seq's top bit: a revisit
+	// famDedup is written by package dedup (the cluster's duplicate decisions), not by the
+	// frontier; it lives here only to travel with its partition: export, import (first
+	// writer wins), drop, replicas.
+	famDedup = keyspace.DedupKeys // D|part|kind(1)|rest -> opaque value
 )
 
 // revisitBit marks the sequence number of an r key that schedules a revisit (Recrawl),

@@ -23,7 +23,7 @@ var (
 // exportFamilies is the order ExportPartition streams the families in. Import does not
 // depend on it for correctness (see ImportPartition), but queue records before seen
 // records lets a merge see the queue first, the common case of a handoff.
-var exportFamilies = []byte{famQueue, famRetry, famSeen, famDead, famHost}
+var exportFamilies = []byte{famQueue, famRetry, famSeen, famDead, famHost, famDedup}
 
 // ExportFamilies returns the key families (first key byte) the partition exports cover,
 // in the order they stream them: a partition's keys are family | partition(2) | rest.
@@ -162,7 +162,7 @@ func (f *Frontier) endPartitionOp(p uint16) {
 }
 
 // Partitions returns, in ascending order, the partitions that have any key in this
-// node's frontier (any of the five families): what a sweep compares with the lease table.
+// node's frontier (any of the export families): what a sweep compares with the lease table.
 // It seeks from partition to partition, so it costs one seek per partition present.
 func (f *Frontier) Partitions() ([]uint16, error) {
 	present := make(map[uint16]bool)
@@ -197,7 +197,7 @@ func (f *Frontier) Partitions() ([]uint16, error) {
 	return out, nil
 }
 
-// ExportPartition calls fn for every key of partition p in the families q, r, s, d and h
+// ExportPartition calls fn for every key of partition p in the families q, r, s, d, h and D
 // (in that order, keys ascending within a family), from one consistent Badger read
 // snapshot. key and value are valid only during the call. An error from fn stops the
 // export and is returned as is (wrapped).
@@ -247,8 +247,8 @@ func (f *Frontier) ExportPartition(p uint16, fn func(family byte, key, value []b
 	return nil
 }
 
-// ExportPartitionSince calls fn for every key of partition p in the families q, r, s, d
-// and h written or deleted after Badger version since (0: every live key), newest value
+// ExportPartitionSince calls fn for every key of partition p in the families q, r, s, d,
+// h and D written or deleted after Badger version since (0: every live key), newest value
 // per key, deleted=true (value nil) for a key deleted since. It returns the read version
 // of the snapshot it exported: pass it as since next time, and the calls together carry
 // every change in order (what a replica applies).
@@ -282,7 +282,7 @@ func Completes(family byte, value []byte, deleted bool) bool {
 	return err == nil && sr.State != StateQueued
 }
 
-// DropPartition deletes every key of partition p (families q, r, s, d, h) and forgets its
+// DropPartition deletes every key of partition p (families q, r, s, d, h, D) and forgets its
 // hosts in memory. It refuses (ErrPartitionBusy) while leases of p are in flight. A
 // handoff calls it only after the receiver committed the import and the lease moved
 // (copy, acknowledge, then delete); the pause state set by PausePartition is kept.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/crawlnode/crawlnode/api"
 	"github.com/crawlnode/crawlnode/cluster"
+	"github.com/crawlnode/crawlnode/dedup"
 	"github.com/crawlnode/crawlnode/gossip"
 	"github.com/crawlnode/crawlnode/replica"
 	"github.com/crawlnode/crawlnode/ring"
@@ -24,6 +25,7 @@ func (n *Node) internalHandler() http.Handler {
 	mux := http.NewServeMux()
 	n.cluster.Routes(mux)
 	mux.HandleFunc("POST "+replica.Path, n.repl.Receive)
+	mux.Handle("POST "+dedup.Path, dedup.Handler(n.dedupStore, n.cluster))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "no route %s %s", r.Method, r.URL.Path)
 	})

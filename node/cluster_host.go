@@ -20,5 +20,6 @@ type clusterHost struct{ n *Node }
 func (h clusterHost) ApplyJob(paused bool, blocked []string) { h.n.applyJob(paused, blocked) }
 func (h clusterHost) ApplyJobSettings(j control.JobConfig)   { h.n.applyJobSettings(j) }
 func (h clusterHost) Fetched() int64                         { return h.n.stats.fetched.Load() }
+func (h clusterHost) Extracting() int                        { return h.n.stage.Backlog() }
 func (h clusterHost) Busy() int64                            { return h.n.stats.busy.Load() }
 func (h clusterHost) Seeded() bool                           { return h.n.hasSeedHosts() }

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/crawlnode/crawlnode/dedup"
 	"github.com/crawlnode/crawlnode/fetch"
 	"github.com/crawlnode/crawlnode/frontier"
 	"github.com/crawlnode/crawlnode/replica"
@@ -43,6 +44,7 @@ func newMetrics(n *Node) *metrics {
 	r.cluster(n)
 	r.replica(n)
 	r.outputStore(n)
+	r.dedup(n)
 	return m
 }
 
@@ -62,6 +64,28 @@ func (r registrar) outputStore(n *Node) {
 			return 1
 		}
 		return 0
+	})
+}
+
+// dedup registers the cross-node duplicate decisions' counters (package dedup).
+func (r registrar) dedup(n *Node) {
+	st := func() *dedup.Stats { return n.dedup.Stats() }
+	for _, c := range []struct {
+		name, help string
+		v          func() int64
+	}{
+		{"dedup_pages_total", "Pages whose duplicate decision the cluster's key owners made.", func() int64 { return st().Pages.Load() }},
+		{"dedup_local_ops_total", "Duplicate-key operations this node applied for its own pages (no network hop).", func() int64 { return st().LocalOps.Load() }},
+		{"dedup_remote_ops_total", "Duplicate-key operations sent to other nodes that own the keys.", func() int64 { return st().RemoteOps.Load() }},
+		{"dedup_requests_total", "Requests to other nodes' /internal/v1/dedup.", func() int64 { return st().Requests.Load() }},
+		{"dedup_failures_total", "Decision rounds that failed (an owner unreachable, refused or unknown); the pages are asked again.", func() int64 { return st().Failures.Load() }},
+		{"dedup_sent_bytes_total", "Request body bytes sent to duplicate-key owners.", func() int64 { return st().BytesSent.Load() }},
+		{"dedup_received_bytes_total", "Answer body bytes received from duplicate-key owners.", func() int64 { return st().BytesReceived.Load() }},
+	} {
+		r.counter(c.name, c.help, nil, func() float64 { return float64(c.v()) })
+	}
+	r.counter("dedup_decide_seconds_total", "Wall time spent in duplicate decisions (both rounds, all owners).", nil, func() float64 {
+		return float64(st().DecideNanos.Load()) / 1e9
 	})
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/crawlnode/crawlnode/api"
 	"github.com/crawlnode/crawlnode/archive"
 	"github.com/crawlnode/crawlnode/corpus"
+	"github.com/crawlnode/crawlnode/dedup"
 	"github.com/crawlnode/crawlnode/fetch"
 	"github.com/crawlnode/crawlnode/frontier"
 	"github.com/crawlnode/crawlnode/internal/badgermem"
@@ -327,6 +328,8 @@ type Node struct {
 	budget      *pageBudget // this node's share of the cluster's page limit
 	limitOnce   sync.Once   // the limit is logged once
 	stage       *corpus.Stage
+	dedupStore  *dedup.Store   // the duplicate keys this node owns (package dedup)
+	dedup       *dedup.Decider // the stage's duplicate decisions, asked of each key's owner
 	ops         ops
 	scope       scope
 	robots      *hostCache[*fetch.Robots]
@@ -496,7 +499,18 @@ func (n *Node) openStages() error {
 	if pdf.CacheDir == "" {
 		pdf.CacheDir = n.dir.PDFCacheDir()
 	}
+	if moved, err := dedup.Migrate(n.db); err != nil {
+		return err
+	} else if moved > 0 {
+		n.log.Info("duplicate indexes moved to the cluster's partitioned keys", "keys", moved)
+	}
+	n.dedupStore = dedup.NewStore(n.db)
+	n.dedup, err = dedup.New(dedup.Config{Store: n.dedupStore, Cluster: dedupCluster{n}, Logger: n.cfg.Logger})
+	if err != nil {
+		return err
+	}
 	n.stage, err = corpus.New(corpus.Config{
+		Decider:        n.dedup,
 		DB:             n.db,
 		OutDir:         n.dir.CorpusDir(),
 		NodeName:       n.dir.Node,
@@ -580,6 +594,10 @@ func (n *Node) Run(ctx context.Context) error {
 		// A batch crawl's output is complete only when the extract stage caught up.
 		if err := n.stage.Drain(ctx); err != nil && ctx.Err() == nil {
 			return fmt.Errorf("drain extract stage: %w", err)
+		}
+		if !left {
+			// Peers' duplicate decisions may need the keys this node owns.
+			_ = n.cluster.WaitExtracted(ctx)
 		}
 	}
 	shCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

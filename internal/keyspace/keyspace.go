@@ -25,6 +25,10 @@ const (
 	FrontierDead  = 'd' // d|part|urlhash -> dead letter
 	FrontierRetry = 'r' // r|part|due|seq -> a URL waiting for its retry or revisit
 
+	// dedup: the cluster's duplicate decisions, partitioned like the frontier's keys and
+	// carried with them (frontier.ExportFamilies): D|part|kind|key -> the first page.
+	DedupKeys = 'D'
+
 	// forward: links for partitions other nodes own.
 	ForwardOutbox = 'o' // o|part|seq -> an outbox entry
 
@@ -32,6 +36,7 @@ const (
 	CorpusJob   = 'x' // x|seq -> a queued extract job (the durable backlog)
 	CorpusExact = 'c' // c|sha256 -> the first page with that normalized text
 	CorpusNear  = 'n' // n|table|block|simhash -> a page with that near-duplicate fingerprint
+	// (c and n: a stage without a Decider only; a node moves them into D at start, dedup.Migrate)
 	CorpusState = 'k' // k|name -> the stage's counters and state
 	CorpusPage  = 'u' // u|urlhash -> where a page's corpus record is
 
@@ -63,6 +68,7 @@ var Families = []Family{
 	{FrontierSeen, "frontier", "the exact seen set"},
 	{FrontierDead, "frontier", "dead letters"},
 	{FrontierRetry, "frontier", "URLs waiting for a retry or a revisit"},
+	{DedupKeys, "dedup", "exact, near and payload duplicate keys, per partition"},
 	{ForwardOutbox, "forward", "links waiting for their owner"},
 	{CorpusJob, "corpus", "the extract stage's backlog"},
 	{CorpusExact, "corpus", "exact-text duplicate index"},

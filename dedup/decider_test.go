@@ -1,0 +1,287 @@
+package dedup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+
+	"github.com/crawlnode/crawlnode/corpus"
+)
+
+func decide(t *testing.T, d *Decider, pages ...corpus.DedupPage) []corpus.DedupVerdict {
+	t.Helper()
+	vs, err := d.Decide(context.Background(), pages)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return vs
+}
+
+// TestDecideRules: the single-node rules, with every key on another node than the asker:
+// the first page with a text is the original, later copies point at it, a near copy's
+// later exact copy points at the original too, and a page asked again finds itself.
+func TestDecideRules(t *testing.T) {
+	_, ns := newCluster(t, 3)
+	const fp = 0x0123_4567_89ab_cdef
+	orig := page("http://a/1", "alpha", fp)
+	exact := page("http://b/1", "alpha", fp)
+	near := page("http://c/1", "alpha!", fp^0b101) // distance 2
+	nearCopy := page("http://d/1", "alpha!", fp^0b101)
+	far := page("http://e/1", "other", fp^0xffff_0000_0000_00ff)
+	cases := []struct {
+		asker *node
+		p     corpus.DedupPage
+		want  corpus.DedupVerdict
+	}{
+		{ns[0], orig, corpus.DedupVerdict{}},
+		{ns[1], exact, corpus.DedupVerdict{Of: orig.Ref, Kind: corpus.DupExact}},
+		{ns[2], near, corpus.DedupVerdict{Of: orig.Ref, Kind: corpus.DupNear, Distance: 2}},
+		{ns[0], nearCopy, corpus.DedupVerdict{Of: orig.Ref, Kind: corpus.DupNear, Distance: 2}},
+		{ns[1], far, corpus.DedupVerdict{}},
+		{ns[2], orig, corpus.DedupVerdict{}}, // redone after a crash: finds itself
+		{ns[2], far, corpus.DedupVerdict{}},
+	}
+	for i, c := range cases {
+		if got := decide(t, c.asker.dec, c.p)[0]; got != c.want {
+			t.Errorf("case %d (%s): %+v, want %+v", i, c.p.Ref, got, c.want)
+		}
+	}
+	// Only originals entered: 2 originals x (1 exact + 4 near) keys over all nodes.
+	if n := countKeys(t, ns); n != 10 {
+		t.Errorf("%d duplicate keys stored, want 10 (only originals enter the indexes)", n)
+	}
+	var remote int64
+	for _, n := range ns {
+		remote += n.dec.Stats().RemoteOps.Load()
+	}
+	if remote == 0 {
+		t.Error("no operation went to another node")
+	}
+}
+
+func countKeys(t *testing.T, ns []*node) int {
+	t.Helper()
+	total := 0
+	for _, n := range ns {
+		total += countDB(t, n)
+	}
+	return total
+}
+
+// TestDecideBatchInOrder: copies inside one batch are decided in order, like pages one by one.
+func TestDecideBatchInOrder(t *testing.T) {
+	_, ns := newCluster(t, 2)
+	a := page("http://a/1", "x", 1<<40)
+	b := page("http://b/1", "x", 1<<40)
+	c := page("http://c/1", "y", 1<<40|1)
+	vs := decide(t, ns[0].dec, a, b, c)
+	want := []corpus.DedupVerdict{{}, {Of: a.Ref, Kind: corpus.DupExact}, {Of: a.Ref, Kind: corpus.DupNear, Distance: 1}}
+	for i := range want {
+		if vs[i] != want[i] {
+			t.Errorf("page %d: %+v, want %+v", i, vs[i], want[i])
+		}
+	}
+}
+
+// TestRacingCopies: groups of exact and near copies (distance <= 3 from a group's base,
+// flips in different blocks so they share only some blocks) decided at once from three
+// nodes: every group gets exactly one original, and every copy is marked.
+func TestRacingCopies(t *testing.T) {
+	_, ns := newCluster(t, 3)
+	r := rand.New(rand.NewPCG(7, 7))
+	const groups, copies = 40, 6
+	type member struct {
+		g int
+		p corpus.DedupPage
+	}
+	var all []member
+	for g := 0; g < groups; g++ {
+		base := r.Uint64()
+		for c := 0; c < copies; c++ {
+			fp, text := base, fmt.Sprintf("group %d", g)
+			if c%2 == 1 { // a near copy: one flipped bit in each of up to 3 blocks (distance <= 3 to base)
+				for b := 0; b < 1+c%3; b++ {
+					fp ^= 1 << (16*uint((c+b)%4) + uint(r.IntN(16)))
+				}
+				text += fmt.Sprintf(" near %d", c)
+			}
+			all = append(all, member{g, page(fmt.Sprintf("http://h%d/g%d/%d", c, g, c), text, fp)})
+		}
+	}
+	r.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
+	verdicts := make([]corpus.DedupVerdict, len(all))
+	var wg sync.WaitGroup
+	for w := 0; w < 6; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < len(all); i += 6 {
+				vs, err := ns[w%3].dec.Decide(context.Background(), []corpus.DedupPage{all[i].p})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				verdicts[i] = vs[0]
+			}
+		}()
+	}
+	wg.Wait()
+	originals := map[int]int{}
+	for i, m := range all {
+		if verdicts[i].Of == "" {
+			originals[m.g]++
+		}
+	}
+	// Near copies of one base may be up to 6 apart, so a group may hold two originals
+	// (as on one node); an exact copy never is one, and no group is left without one.
+	for g := 0; g < groups; g++ {
+		if originals[g] == 0 {
+			t.Errorf("group %d has no original", g)
+		}
+	}
+	// What one node guarantees holds across nodes: no two originals have the same text
+	// or fingerprints within MaxDistance (the later would have found the earlier).
+	var origs []corpus.DedupPage
+	for i, m := range all {
+		if verdicts[i].Of == m.p.Ref {
+			t.Errorf("%s marked a duplicate of itself", m.p.Ref)
+		}
+		if verdicts[i].Of == "" {
+			origs = append(origs, m.p)
+		}
+	}
+	for i := range origs {
+		for j := i + 1; j < len(origs); j++ {
+			if string(origs[i].Hash) == string(origs[j].Hash) || hamming(origs[i].SimHash, origs[j].SimHash) <= MaxDistance {
+				t.Errorf("two originals are copies: %s and %s (distance %d)", origs[i].Ref, origs[j].Ref, hamming(origs[i].SimHash, origs[j].SimHash))
+			}
+		}
+	}
+	if len(origs) == len(all) {
+		t.Fatal("nothing was marked a duplicate")
+	}
+}
+
+// TestRacingExactCopies: the same text asked from three nodes at once, many times: one
+// original each time.
+func TestRacingExactCopies(t *testing.T) {
+	_, ns := newCluster(t, 3)
+	for round := 0; round < 30; round++ {
+		var wg sync.WaitGroup
+		vs := make([]corpus.DedupVerdict, 6)
+		for i := range vs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				p := page(fmt.Sprintf("http://h%d/%d", i, round), fmt.Sprintf("text %d", round), uint64(round)*0x9e3779b97f4a7c15)
+				v, err := ns[i%3].dec.Decide(context.Background(), []corpus.DedupPage{p})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				vs[i] = v[0]
+			}()
+		}
+		wg.Wait()
+		orig := 0
+		for _, v := range vs {
+			if v.Of == "" {
+				orig++
+			} else if v.Kind != corpus.DupExact {
+				t.Errorf("round %d: an exact copy marked %q", round, v.Kind)
+			}
+		}
+		if orig != 1 {
+			t.Errorf("round %d: %d originals, want 1", round, orig)
+		}
+	}
+}
+
+// TestOwnerUnreachable: a round with an owner down fails (nothing decided), and the same
+// pages asked again once it is back get the decisions they would have got.
+func TestOwnerUnreachable(t *testing.T) {
+	tab, ns := newCluster(t, 2)
+	a := page("http://a/1", "t", 42)
+	b := page("http://b/1", "t", 42)
+	decide(t, ns[0].dec, a)
+	tab.mu.Lock()
+	tab.downed["n1"] = true
+	tab.mu.Unlock()
+	if _, err := ns[0].dec.Decide(context.Background(), []corpus.DedupPage{b}); !errors.Is(err, ErrSend) {
+		t.Fatalf("owner down: err %v, want ErrSend", err)
+	}
+	tab.mu.Lock()
+	tab.downed["n1"] = false
+	tab.mu.Unlock()
+	if v := decide(t, ns[0].dec, b)[0]; v.Of != a.Ref || v.Kind != corpus.DupExact {
+		t.Errorf("after the owner came back: %+v", v)
+	}
+}
+
+// TestRefusedEpoch: an owner refuses a request made at another epoch (409), applies
+// nothing, and the sender's next round, at the new epoch, goes through.
+func TestRefusedEpoch(t *testing.T) {
+	tab, ns := newCluster(t, 2)
+	a := page("http://a/1", "t", 42)
+	p := ExactPartition(a.Hash)
+	owner, epoch := ns[0].OwnerOf(p)
+	// The owner's table moves on; the sender still sends the old epoch.
+	req := &Request{From: "n0", Parts: []PartEpoch{{p, epoch + 1}}, Ops: []Op{{Code: OpExact, Part: p, Hash: a.Hash, Ref: a.Ref}}}
+	_, _, _, err := post(context.Background(), ns[0].Do, tab.urls[owner], owner, req)
+	if !errors.Is(err, ErrNotOwner) {
+		t.Fatalf("wrong epoch: %v, want ErrNotOwner", err)
+	}
+	if n := countKeys(t, ns); n != 0 {
+		t.Fatalf("%d keys written by a refused request", n)
+	}
+	// A handoff holds the partition: refused too.
+	tab.mu.Lock()
+	tab.held[p] = true
+	tab.mu.Unlock()
+	if _, err := ns[0].dec.Decide(context.Background(), []corpus.DedupPage{a}); !errors.Is(err, ErrNotOwner) {
+		t.Fatalf("held partition: %v, want ErrNotOwner", err)
+	}
+	tab.mu.Lock()
+	tab.held[p] = false
+	tab.mu.Unlock()
+	decide(t, ns[0].dec, a)
+}
+
+// TestRetriedRoundKeepsOneOriginal: a round that failed at one owner after another applied
+// its share is asked again; a near pair in it still gets one original (a page does not
+// enter a bucket where it found its pair, so the retry cannot find the pair both ways).
+func TestRetriedRoundKeepsOneOriginal(t *testing.T) {
+	tab, ns := newCluster(t, 2)
+	r := rand.New(rand.NewPCG(3, 3))
+	for try := 0; try < 20; try++ {
+		fp := r.Uint64()
+		a := page(fmt.Sprintf("http://a/%d", try), fmt.Sprintf("a%d", try), fp)
+		b := page(fmt.Sprintf("http://b/%d", try), fmt.Sprintf("b%d", try), fp^1) // differs in block 0: table 1 decides
+		judge, _ := ns[0].OwnerOf(NearPartition(1, block(fp, 1)))
+		down := "n0"
+		if judge == "n0" {
+			down = "n1"
+		}
+		tab.mu.Lock()
+		tab.downed[down] = true
+		tab.mu.Unlock()
+		asker := ns[0]
+		if down == "n0" {
+			asker = ns[1] // the asker's own share is applied in process
+		}
+		_, err := asker.dec.Decide(context.Background(), []corpus.DedupPage{a, b})
+		tab.mu.Lock()
+		tab.downed[down] = false
+		tab.mu.Unlock()
+		if err == nil {
+			continue // the down node owned none of the keys
+		}
+		vs := decide(t, asker.dec, a, b)
+		if (vs[0].Of == "") == (vs[1].Of == "") {
+			t.Fatalf("try %d: verdicts %+v: want exactly one original", try, vs)
+		}
+	}
+}

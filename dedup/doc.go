@@ -1,0 +1,78 @@
+// Package dedup makes the corpus's duplicate decisions for the whole cluster: each
+// duplicate key has one owner, the lease holder of the key's partition, and that owner
+// decides it.
+//
+// Duties:
+//
+//   - Place the keys: an exact hash (SHA-256 of the normalized text) on the partition of
+//     its first four bytes (ExactPartition); a near-index bucket, table t of the Manku
+//     4-table index with block b of the 64-bit fingerprint, on the partition of the mixed
+//     pair (NearPartition). Keys live under keyspace.DedupKeys ('D'), partition first.
+//   - Keep them with their partition: the frontier exports, imports, drops and replicates
+//     family D with its own (frontier.ExportFamilies), so a handoff, a sweep, a replica
+//     and its promotion carry the decisions exactly as they carry the seen set. An import
+//     merges "first writer wins": a key already present keeps its value.
+//   - Decide atomically on the owner (Store.Apply): one Apply at a time, in one Badger
+//     transaction, in order, so "look up, and insert if absent" has no gap and two copies
+//     racing from two nodes get one original.
+//   - Serve POST /internal/v1/dedup (Handler): a JSON Request with the partitions and the
+//     lease epochs the sender saw; refused with 409 and nothing applied unless this node
+//     holds every partition at that epoch and no handoff holds it (Leases.WithLeases,
+//     which a handoff waits for, so no decision lands after a partition's final export).
+//   - Ask the owners (Decider, a corpus.Decider): the corpus stage hands it a batch of up
+//     to corpus.Config.DecideBatch pages; their operations are grouped per owner, one
+//     request per owner and round, all owners at once; this node's share is applied in
+//     process with no network hop (a single node never leaves the process).
+//
+// The decision, in two rounds:
+//
+//  1. For every page: OpExact (look up the hash, insert the page if absent) and, per
+//     table, OpNear (the closest fingerprint within distance 3 in the page's bucket;
+//     the page's fingerprint enters the bucket only if it found none there). A page whose
+//     hash names another page is
+//     an exact duplicate of it; else one whose buckets found a fingerprint is a near
+//     duplicate of the closest; else it is an original.
+//  2. A duplicate takes back what round 1 inserted for it (OpDropExact, OpDropNear:
+//     delete if the key still names the page), so that only originals stay in the
+//     indexes, as on one node.
+//
+// Decisions where the design is silent:
+//
+//   - Which bucket decides a near pair. Two fingerprints within distance 3 share at
+//     least one of the four 16-bit blocks; they may share several, on several owners,
+//     and two pages racing could each be first on a different one and find each other,
+//     leaving no original. So a bucket reports only fingerprints whose lowest shared
+//     table with the probe is the bucket's table: for any pair exactly one bucket, on one
+//     owner, judges, and whichever of the two reached it first is found by the other. A
+//     stored original within distance 3 is still always found (it is in every one of its
+//     buckets), so sequential decisions are the single-node ones.
+//   - A page enters no bucket where it found a match. With the rule above, the two pages
+//     of a pair are never both in their judging bucket, so a round that failed midway
+//     (one owner applied its share, another did not answer) and is asked again cannot
+//     make each page find the other (TestRetriedRoundKeepsOneOriginal; found by
+//     TestClusterCorpus when a partition's owner refused during a lease move).
+//   - Exact copies in the near index. A near entry carries the first 8 bytes of its
+//     page's hash; a probe ignores entries with its own hash, which the exact key decides.
+//     Otherwise two identical pages racing could each be an exact duplicate by the exact
+//     key and a near duplicate by a bucket, of each other.
+//   - A page that finds itself (same URL and fetch time: redone after a crash or after a
+//     failed round) is not its own duplicate, as on one node; a repeated Decide for the
+//     same pages answers the same, so the stage simply asks again after an error.
+//   - Failure: any owner that does not answer (transport error, 5xx, 409 after a lease
+//     moved, no owner yet, Timeout) fails the whole call; corpus retries it with backoff
+//     while the pages' jobs stay queued (its backlog is bounded by MaxBacklog, which
+//     pushes back on fetching). Nothing is decided on a guess.
+//   - JSON on the wire: a round carries about 5 small operations a page, and the
+//     measured cost (BENCHMARKS.md) did not justify a binary format yet.
+//
+// The race that remains, and its cost: between round 1 and round 2 a duplicate's keys
+// are visible. A third page that reads them in that window (a copy of a copy, decided on
+// another node within one round trip) is marked a duplicate of the duplicate rather than
+// of the original: still a duplicate (precision and recall keep), but its duplicate_of
+// names a copy. Likewise a page whose near decision makes it a duplicate takes back its
+// exact key, and an exact copy of it that read the key in that window points at it.
+//
+// Payloads (WARC revisit records, node's 'p' family) are still decided per node: a
+// payload owned elsewhere is written as a full response record (always correct, only
+// bigger).
+package dedup

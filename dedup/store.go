@@ -1,0 +1,301 @@
+package dedup
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/crawlnode/crawlnode/ring"
+	"github.com/dgraph-io/badger/v4"
+)
+
+// Op is one operation on a duplicate key, carried out by the key's owner.
+type Op struct {
+	Code byte   `json:"c"`           // OpExact, OpNear, OpDropExact, OpDropNear
+	Part uint16 `json:"p"`           // the key's partition (ExactPartition, NearPartition)
+	Hash []byte `json:"h,omitempty"` // the page's exact hash (SHA-256 of its normalized text)
+	// Table and FP: near operations only (the block is FP's block of Table).
+	Table uint8  `json:"t,omitempty"`
+	FP    uint64 `json:"f,omitempty"`
+	Ref   string `json:"r"` // the asking page: "<url>\t<fetch time ns>"
+}
+
+// Operation codes.
+const (
+	// OpExact: look the hash up and insert Ref if absent. Result.Ref is the page that holds
+	// it when that is another page.
+	OpExact = 'c'
+	// OpNear: look for the closest fingerprint within MaxDistance whose lowest shared table
+	// with FP is Table (other than the page itself and exact copies of it), and insert FP
+	// if absent and nothing was found.
+	OpNear = 'n'
+	// OpDropExact, OpDropNear: delete the key if it still holds Ref (a page that turned out
+	// to be a duplicate takes back what it inserted).
+	OpDropExact = 'x'
+	OpDropNear  = 'm'
+)
+
+// Result is what an Op found.
+type Result struct {
+	Ref  string `json:"r,omitempty"` // the other page found ("" none)
+	FP   uint64 `json:"f,omitempty"` // near: its fingerprint
+	Dist int    `json:"d,omitempty"` // near: its distance
+	Mine bool   `json:"m,omitempty"` // the key holds the asking page after the op
+}
+
+// ErrBadOp is an operation that cannot be carried out (a malformed request).
+var ErrBadOp = errors.New("dedup: bad operation")
+
+// Store carries out operations on the duplicate keys this node owns. One Apply at a time,
+// in order, its reads from one Badger snapshot with its own earlier writes laid over it,
+// its writes in one batch: "look up, and insert if absent" is atomic, and two pages racing
+// for one key (from this node or any other) get one original. (Reads inside a Badger
+// update transaction were tried first: its iterators sort the transaction's pending writes
+// each time one is made, 87% of the CPU of a 64-page batch.)
+type Store struct {
+	db *badger.DB
+	mu sync.Mutex
+}
+
+// NewStore returns the store over db.
+func NewStore(db *badger.DB) *Store { return &Store{db: db} }
+
+// Apply carries out ops in order and returns one Result each.
+func (s *Store) Apply(ops []Op) ([]Result, error) {
+	for i := range ops {
+		if err := ops[i].check(); err != nil {
+			return nil, err
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Result, len(ops))
+	v := &view{ov: map[string][]byte{}, bucket: map[string][]string{}}
+	err := s.db.View(func(txn *badger.Txn) error {
+		v.txn = txn
+		for i := range ops {
+			r, err := apply(v, &ops[i])
+			if err != nil {
+				return err
+			}
+			out[i] = r
+		}
+		return nil
+	})
+	if err == nil {
+		err = v.write(s.db)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("dedup: apply: %w", err)
+	}
+	return out, nil
+}
+
+// view is an Apply's reads (a snapshot and its own writes over it) and writes.
+type view struct {
+	txn    *badger.Txn
+	ov     map[string][]byte   // key -> value written by this Apply; nil: deleted
+	order  []string            // keys of ov in first-write order
+	bucket map[string][]string // near bucket prefix -> keys this Apply set in it
+}
+
+func (v *view) get(k []byte) ([]byte, bool, error) {
+	if val, ok := v.ov[string(k)]; ok {
+		return val, val != nil, nil
+	}
+	item, err := v.txn.Get(k)
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	val, err := item.ValueCopy(nil)
+	return val, err == nil, err
+}
+
+func (v *view) put(k, val []byte, prefix []byte) {
+	if _, ok := v.ov[string(k)]; !ok {
+		v.order = append(v.order, string(k))
+		if prefix != nil {
+			v.bucket[string(prefix)] = append(v.bucket[string(prefix)], string(k))
+		}
+	}
+	v.ov[string(k)] = val
+}
+
+// scan calls fn for every live key under prefix (a near bucket), the snapshot's first,
+// then those only this Apply set; value reads the key's value.
+func (v *view) scan(prefix []byte, fn func(key []byte, value func() ([]byte, error)) error) error {
+	it := v.txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
+	defer it.Close()
+	for it.Seek(prefix); it.ValidForPrefix(prefix); it.Next() {
+		item := it.Item()
+		if val, ok := v.ov[string(item.Key())]; ok {
+			if val == nil {
+				continue // deleted by this Apply
+			}
+			if err := fn(item.Key(), func() ([]byte, error) { return val, nil }); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := fn(item.Key(), func() ([]byte, error) { return item.ValueCopy(nil) }); err != nil {
+			return err
+		}
+	}
+	for _, k := range v.bucket[string(prefix)] {
+		if val := v.ov[k]; val != nil {
+			if _, err := v.txn.Get([]byte(k)); errors.Is(err, badger.ErrKeyNotFound) {
+				if err := fn([]byte(k), func() ([]byte, error) { return val, nil }); err != nil {
+					return err
+				}
+			} else if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// write commits the Apply's writes in one batch.
+func (v *view) write(db *badger.DB) error {
+	if len(v.order) == 0 {
+		return nil
+	}
+	wb := db.NewWriteBatch()
+	defer wb.Cancel()
+	for _, k := range v.order {
+		var err error
+		if val := v.ov[k]; val != nil {
+			err = wb.Set([]byte(k), val)
+		} else {
+			err = wb.Delete([]byte(k))
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return wb.Flush()
+}
+
+func (o *Op) check() error {
+	switch {
+	case o.Part >= ring.PartitionCount:
+		return fmt.Errorf("%w: partition %d", ErrBadOp, o.Part)
+	case o.Ref == "":
+		return fmt.Errorf("%w: empty ref", ErrBadOp)
+	case (o.Code == OpExact || o.Code == OpDropExact) && (len(o.Hash) == 0 || len(o.Hash) > 64 || ExactPartition(pad4(o.Hash)) != o.Part):
+		return fmt.Errorf("%w: exact hash of another partition", ErrBadOp)
+	case o.Code == OpNear || o.Code == OpDropNear:
+		if o.Table >= Tables || NearPartition(int(o.Table), block(o.FP, int(o.Table))) != o.Part {
+			return fmt.Errorf("%w: near key of another partition", ErrBadOp)
+		}
+	case o.Code != OpExact && o.Code != OpDropExact:
+		return fmt.Errorf("%w: code %q", ErrBadOp, o.Code)
+	}
+	return nil
+}
+
+func pad4(h []byte) []byte {
+	if len(h) >= 4 {
+		return h
+	}
+	return append(append([]byte(nil), h...), make([]byte, 4-len(h))...)
+}
+
+func apply(v *view, o *Op) (Result, error) {
+	switch o.Code {
+	case OpExact:
+		k := exactKey(o.Part, o.Hash)
+		val, found, err := v.get(k)
+		if err != nil || (found && string(val) != o.Ref) {
+			return Result{Ref: string(val)}, err
+		}
+		if !found {
+			v.put(k, []byte(o.Ref), nil)
+		}
+		return Result{Mine: true}, nil
+	case OpNear:
+		return applyNear(v, o)
+	case OpDropExact:
+		k := exactKey(o.Part, o.Hash)
+		val, found, err := v.get(k)
+		if err == nil && found && string(val) == o.Ref {
+			v.put(k, nil, nil)
+		}
+		return Result{}, err
+	default: // OpDropNear
+		k := nearKey(o.Part, int(o.Table), o.FP)
+		val, found, err := v.get(k)
+		if err == nil && found && len(val) >= 8 && string(val[8:]) == o.Ref {
+			v.put(k, nil, k[:len(k)-8])
+		}
+		return Result{}, err
+	}
+}
+
+// applyNear scans the bucket of (Table, FP's block) for the closest other original whose
+// lowest shared table with FP is Table, then inserts FP (hash8 | ref) if absent and
+// nothing was found.
+func applyNear(v *view, o *Op) (Result, error) {
+	t := int(o.Table)
+	prefix := nearPrefix(o.Part, t, block(o.FP, t))
+	own := hash8(o.Hash)
+	best := Result{Dist: MaxDistance + 1}
+	present := false
+	err := v.scan(prefix, func(key []byte, value func() ([]byte, error)) error {
+		fp := binary.BigEndian.Uint64(key[len(prefix):])
+		d := hamming(o.FP, fp)
+		match := d <= MaxDistance && lowestShared(o.FP, fp) == t
+		if !match && fp != o.FP {
+			return nil
+		}
+		val, err := value()
+		if err != nil || len(val) < 8 {
+			return err
+		}
+		ref := string(val[8:])
+		if fp == o.FP {
+			present = true // never overwritten: the first page with a fingerprint keeps it
+			best.Mine = best.Mine || ref == o.Ref
+		}
+		if !match || ref == o.Ref {
+			return nil // the page itself (redone after a crash) is no duplicate of itself
+		}
+		if binary.BigEndian.Uint64(val[:8]) == own && len(o.Hash) > 0 {
+			return nil // an exact copy: the exact key decides between the two
+		}
+		if d < best.Dist {
+			best.Ref, best.FP, best.Dist = ref, fp, d
+		}
+		return nil
+	})
+	if err != nil {
+		return Result{}, err
+	}
+	// A page that found a match here does not enter this bucket: were it retried (a
+	// failed round), the two pages of a pair could otherwise each find the other here.
+	if !present && best.Ref == "" {
+		val := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(o.Ref)), own)
+		v.put(nearKey(o.Part, t, o.FP), append(val, o.Ref...), prefix)
+		best.Mine = true
+	}
+	if best.Ref == "" {
+		best.Dist = 0
+	}
+	return best, nil
+}
+
+func get(txn *badger.Txn, k []byte) ([]byte, bool, error) {
+	item, err := txn.Get(k)
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	v, err := item.ValueCopy(nil)
+	return v, err == nil, err
+}
