@@ -283,6 +283,7 @@ const (
 	RejectLinkDensity   = "link_density"  // main text's link density > MaxLinkDensity
 	RejectLanguage      = "language"      // language not in Languages
 	RejectExtractFailed = "extract_error" // the extractor failed
+	RejectExtractPanic  = "extract_panic" // the extractor panicked on the page (logged with a stack); never retried
 )
 
 // Opt-out signals (Record.OptOut).

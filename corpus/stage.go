@@ -34,6 +34,9 @@ type Stats struct {
 	NearDup   int64
 	OptedOut  int64            // pages with at least one opt-out signal (kept or not)
 	Rejected  map[string]int64 // by reason
+	// ExtractPanics counts this run's pages that panicked the extractor (each also counts in
+	// Rejected["extract_panic"], which survives restarts).
+	ExtractPanics int64
 	// PagesPerSec is this run's processed pages per wall-clock second since Start.
 	PagesPerSec float64
 	// PagesPerCoreSec is pages per second of one worker's busy time (load + extraction), i.e. the
@@ -825,6 +828,7 @@ func (s *Stage) Stats() Stats {
 		ExtractTime: s.runBusy,
 		Shards:      s.runShards,
 	}
+	st.ExtractPanics = s.extractor.panics.Load()
 	if s.gate != nil {
 		st.Held, st.HeldSpells = time.Duration(s.gate.held.Load()), s.gate.closes.Load()
 	}
