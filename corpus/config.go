@@ -146,7 +146,14 @@ type Config struct {
 	Now func() time.Time
 	// Logger receives the stage's logs. Default: discarded.
 	Logger *slog.Logger
+	// Hold, when set, is asked before each page: while it returns true the workers wait,
+	// holding the page, and ask again every HoldPoll (the node's disk is full: the record
+	// and its commit would have nowhere to go). Default nil: never hold.
+	Hold func() bool
 }
+
+// HoldPoll is how often a held worker asks Config.Hold again.
+const HoldPoll = 200 * time.Millisecond
 
 func (c *Config) setDefaults() {
 	if c.Workers <= 0 {

@@ -203,6 +203,11 @@
 // Record format: shards carry no version number; fields are only ever added, with omitempty,
 // so shards written before Markdown existed read as records with an empty Markdown.
 //
+// Back-pressure: Config.Hold (the node's "disk full") is asked before each page; while it
+// says so the workers wait, holding their page, so no record or commit meets a full disk;
+// the backlog stays queued and Enqueue pushes back on the fetch stage as usual
+// (TestStageHold).
+//
 // Crash safety (at-least-once, made exactly-once by URL + fetch time on recovery):
 //
 // The open shard is named *.partial. The committer appends records, and every CommitEvery

@@ -457,11 +457,27 @@ func (s *Stage) worker(ctx context.Context) {
 			// start whatever came next without asking again.
 			s.gate.wait(ctx, s.gateOpen)
 		}
+		s.holdWhile(ctx)
 		start := time.Now()
 		r := result{seq: d.seq}
 		r.a, r.dropped = s.process(ctx, &d.job)
 		r.busy = time.Since(start)
 		s.results <- r // the committer reads until this channel is closed
+	}
+}
+
+// holdWhile blocks while Config.Hold says so, or until ctx ends (the page is then dropped
+// by process and stays queued).
+func (s *Stage) holdWhile(ctx context.Context) {
+	if s.cfg.Hold == nil {
+		return
+	}
+	for s.cfg.Hold() {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(HoldPoll):
+		}
 	}
 }
 

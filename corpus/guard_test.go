@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -126,5 +127,49 @@ func TestStageExtractPanic(t *testing.T) {
 	st.mu.Unlock()
 	if loads != 1 {
 		t.Errorf("the panicking page was loaded %d times, want 1", loads)
+	}
+}
+
+// TestStageHold: while Config.Hold says so (the node's disk is full) the workers process
+// nothing and the jobs stay queued; once it clears, every page gets its record.
+func TestStageHold(t *testing.T) {
+	db := openMemDB(t)
+	dir := t.TempDir()
+	st := newSite()
+	var jobs []Job
+	for i := 0; i < 5; i++ {
+		url := fmt.Sprintf("http://h%d.sim.test/held", i)
+		st.add(url, genPage(fmt.Sprintf("Held %d", i), genParagraphs(uint64(700+i), 8, 60), pageOpts{}))
+		jobs = append(jobs, jobFor(url, i))
+	}
+	var hold atomic.Bool
+	hold.Store(true)
+	cfg := testConfig(db, dir, st)
+	cfg.Hold = hold.Load
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Enqueue(jobs...); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * HoldPoll)
+	if p, b := s.Stats().Processed, s.Backlog(); p != 0 || b != len(jobs) {
+		t.Errorf("while held: %d processed, backlog %d", p, b)
+	}
+	hold.Store(false)
+	if err := s.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if recs := readAll(t, dir); len(recs) != len(jobs) {
+		t.Errorf("%d records for %d jobs after the hold", len(recs), len(jobs))
 	}
 }
