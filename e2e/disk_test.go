@@ -129,7 +129,8 @@ func TestDiskFullCluster(t *testing.T) {
 	if err := writeZeros(filler, int64(st.Bavail)*int64(st.Bsize)-100<<20); err != nil {
 		t.Fatalf("fill the disk: %v", err)
 	}
-	time.Sleep(2 * time.Second) // n3 checks once a second
+	time.Sleep(2 * time.Second) // n3 checks once a second; its fetches in flight finish
+	fullFrom := time.Now()
 
 	// Seeds again through n1 (those of n3's hosts go to n1's outbox) and straight to n3.
 	b, _ := os.ReadFile(seeds)
@@ -178,9 +179,27 @@ func TestDiskFullCluster(t *testing.T) {
 	if !strings.Contains(n3.c.stderr.String(), "disk full") {
 		t.Errorf("no clear message about the full disk in n3's log:\n%s", tail(n3.c.stderr.String(), 1500))
 	}
+	// Keep it full for 5 s in all, as the single-node test does.
+	time.Sleep(time.Until(fullFrom.Add(5 * time.Second)))
+	for _, n := range cr.nodes {
+		if !n.running() {
+			t.Fatalf("%s exited while n3's disk was full:\n%s", n.name, tail(n.c.stderr.String(), 2000))
+		}
+	}
+	fullTo := time.Now()
+	byN3 := 0
+	for _, r := range w.Log() {
+		if strings.Contains(r.UserAgent, "; n3)") && r.Arrival.After(fullFrom) && r.Arrival.Before(fullTo) {
+			byN3++
+		}
+	}
+	if byN3 != 0 {
+		t.Errorf("n3 sent %d requests while its disk was full", byN3)
+	}
 	os.Remove(filler)
 	cr.waitAll(5 * time.Minute)
 	rep := w.Report(reportOptions(0))
 	checkClean(t, rep, logDuplicates(t, w, rep))
-	t.Logf("n3's disk full mid-crawl: peers held %d links for it; then %d requests in all, coverage %.4f", held, rep.Requests, rep.Coverage)
+	t.Logf("n3's disk full for %s mid-crawl: n3 sent %d requests meanwhile, peers held %d links for it; then %d requests in all, coverage %.4f",
+		fullTo.Sub(fullFrom).Round(100*time.Millisecond), byN3, held, rep.Requests, rep.Coverage)
 }
