@@ -672,11 +672,12 @@ const blockedRecheck = 5 * time.Second
 // renews it every second while space stays short).
 const diskPause = 3 * time.Second
 
-// pauseForDisk stops new leases for diskPause and says so once per pause.
+// pauseForDisk stops new leases (and, through diskShort, every other writer) for diskPause
+// and says so once per pause.
 func (n *Node) pauseForDisk(err error) {
 	until := n.cfg.Now().Add(diskPause).UnixNano()
 	if prev := n.pausedUntil.Swap(until); prev < n.cfg.Now().UnixNano() {
-		n.log.Error("disk full: fetching paused; it resumes by itself once space is free", "data", n.dir.Path, "retry_in", diskPause, "err", err)
+		n.log.Error("disk full: fetching, extraction and writes from peers and seeds paused; they resume by themselves once space is free", "data", n.dir.Path, "retry_in", diskPause, "err", err)
 	}
 }
 

@@ -735,7 +735,7 @@ func (n *Node) checkDisk() {
 		n.lowDisk.Store(true)
 	} else if n.lowDisk.Swap(false) {
 		n.pausedUntil.Store(0)
-		n.log.Warn("disk space back: fetching resumes", "free_mib", free>>20)
+		n.log.Warn("disk space back: fetching, extraction and writes resume", "free_mib", free>>20)
 	}
 }
 
