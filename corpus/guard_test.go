@@ -100,7 +100,7 @@ func TestStageExtractPanic(t *testing.T) {
 	if n := strings.Count(out, "extractor panicked"); n != 1 {
 		t.Errorf("%d panic log lines, want 1:\n%s", n, out)
 	}
-	if !strings.Contains(out, bad) || !strings.Contains(out, "panic_test.go") {
+	if !strings.Contains(out, bad) || !strings.Contains(out, "(*extractor).runPage") {
 		t.Errorf("the panic's log line lacks the URL or the stack:\n%s", out)
 	}
 
