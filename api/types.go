@@ -45,6 +45,26 @@ type Status struct {
 	Responses    map[string]int64 `json:"responses"`
 	Errors       map[string]int64 `json:"errors"`
 	RateHistory  []RatePoint      `json:"rate_history"`
+	// OutputStore is the uploader's state (--output-store); absent without one.
+	OutputStore *OutputStoreStatus `json:"output_store,omitempty"`
+}
+
+// OutputStoreStatus is a node's uploader to object storage: its target, whether uploads
+// succeed ("ok", "uploading") or are retried ("retrying", with the last error), what waits
+// and what was shipped. Paused says fetching waits for uploads to catch up.
+type OutputStoreStatus struct {
+	Target            string    `json:"target"`
+	State             string    `json:"state"`
+	LastError         string    `json:"last_error,omitempty"`
+	LastUpload        time.Time `json:"last_upload,omitzero"`
+	UnshippedBytes    int64     `json:"unshipped_bytes"`
+	UnshippedFiles    int       `json:"unshipped_files"`
+	MaxUnshippedBytes int64     `json:"max_unshipped_bytes"`
+	FilesInStore      int       `json:"files_in_store"`
+	Uploads           int64     `json:"uploads"`
+	Failures          int64     `json:"failures"`
+	BytesUploaded     int64     `json:"bytes_uploaded"`
+	Paused            bool      `json:"paused"`
 }
 
 // ErrorCount is transport errors plus 5xx/429 answers: the "errors" of the progress line.

@@ -19,6 +19,8 @@ import (
 
 	"github.com/klauspost/compress/gzip"
 	"go.uber.org/goleak"
+
+	"github.com/crawlnode/crawlnode/internal/clustertest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -338,6 +340,43 @@ func TestRotationBySize(t *testing.T) {
 	}
 	checkReadBack(t, dir, append(ws, more...))
 	checkFiles(t, dir)
+}
+
+// TestRotationByAge: a file older than MaxFileAge is closed (with its CDXJ index) by the
+// background loop without another write, and the next write starts a new file.
+func TestRotationByAge(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(dir)
+	var now atomic.Int64
+	now.Store(t0.UnixNano())
+	cfg.Now = func() time.Time { return time.Unix(0, now.Load()).UTC() }
+	cfg.MaxFileAge = time.Minute
+	cfg.SyncInterval = 10 * time.Millisecond
+	w := mustOpen(t, cfg)
+	defer w.Close()
+	ws := writeN(t, w, 0, 3, 500)
+	first := warcFiles(t, dir)
+	if len(first) != 1 {
+		t.Fatalf("%d files, want 1", len(first))
+	}
+	time.Sleep(50 * time.Millisecond) // several loop ticks: young files stay open
+	if _, err := os.Stat(first[0] + IndexSuffix); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("index of a young open file: %v", err)
+	}
+	now.Add(int64(time.Minute))
+	clustertest.Eventually(t, 5*time.Second, "old file closed with its index", func() bool {
+		_, err := os.Stat(first[0] + IndexSuffix)
+		return err == nil
+	})
+	ws = append(ws, writeN(t, w, 10, 2, 500)...)
+	if got := warcFiles(t, dir); len(got) != 2 {
+		t.Fatalf("%d files after the age rotation, want 2", len(got))
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	checkFiles(t, dir)
+	checkReadBack(t, dir, ws)
 }
 
 func TestRevisit(t *testing.T) {

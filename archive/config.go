@@ -30,6 +30,13 @@ type Config struct {
 	// warcinfo records; larger files mean a longer scan on Open after a crash.
 	MaxFileSize int64
 
+	// MaxFileAge closes the current file once it is this old (from its creation, or from
+	// Open for an adopted file), even if it is small, so that a file is never open for long:
+	// an uploader ships only closed files, and this bounds what waits unshipped. The check
+	// runs on the background sync loop (every SyncInterval, at least every second). Default 0:
+	// files rotate by size only.
+	MaxFileAge time.Duration
+
 	// SyncInterval is the fsync policy. Every record is handed to the kernel (write(2)) before
 	// WriteExchange returns, so it survives a crash of the process. It is fsynced at the latest
 	// SyncInterval later by a background loop (and always at rotation, Sync and Close), so a power
@@ -108,6 +115,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: Prefix %q must match %s", ErrConfig, c.Prefix, validName)
 	case !validName.MatchString(c.NodeName):
 		return fmt.Errorf("%w: NodeName %q must match %s", ErrConfig, c.NodeName, validName)
+	case c.MaxFileAge < 0:
+		return fmt.Errorf("%w: MaxFileAge %s is negative", ErrConfig, c.MaxFileAge)
 	case c.MaxFileSize < 4096:
 		return fmt.Errorf("%w: MaxFileSize %d below 4096 bytes", ErrConfig, c.MaxFileSize)
 	case strings.ContainsAny(c.Software+c.Operator, "\r\n"):

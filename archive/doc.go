@@ -6,7 +6,8 @@
 //     WARC-Record-ID, WARC-IP-Address, WARC-Block-Digest, WARC-Payload-Digest (sha1:BASE32, the
 //     form pywb/OpenWayback/CDX indexers expect), WARC-Concurrent-To and WARC-Warcinfo-ID.
 //   - One gzip member per record; a warcinfo record at the head of every file; files
-//     <prefix>-<yyyymmddhhmmss>-<seq5>-<node>.warc.gz rotated by size.
+//     <prefix>-<yyyymmddhhmmss>-<seq5>-<node>.warc.gz rotated by size and, with MaxFileAge,
+//     by age (an uploader ships closed files only, so age bounds what waits unshipped).
 //   - Return a Location (file, member offset, member length) for each response/revisit: the
 //     URL -> record index the crawl loop keeps in its seen set (Location.MarshalBinary). Index
 //     rebuilds that mapping from a file.

@@ -38,10 +38,11 @@ type segment struct {
 	// (path + IndexSuffix) when the segment is closed.
 	index  []string
 	f      file
-	size   int64  // end of the last complete record
-	synced int64  // end of the last complete record that an fsync covered (guarded by Writer.mu)
-	infoID string // WARC-Record-ID of the file's warcinfo record
-	gen    uint64 // changes with every segment, so writers notice a rotation
+	size   int64     // end of the last complete record
+	synced int64     // end of the last complete record that an fsync covered (guarded by Writer.mu)
+	infoID string    // WARC-Record-ID of the file's warcinfo record
+	gen    uint64    // changes with every segment, so writers notice a rotation
+	opened time.Time // creation (or adoption on Open): MaxFileAge counts from here
 
 	mu     sync.Mutex // guards f against Close while a background Sync runs
 	closed bool
@@ -175,7 +176,7 @@ func open(cfg Config, openFile func(string, int) (file, error)) (*Writer, error)
 		w.reindex.Add(1)
 		go w.rebuildIndexes(missing)
 	}
-	if cfg.SyncInterval > 0 {
+	if cfg.SyncInterval > 0 || cfg.MaxFileAge > 0 {
 		go w.syncLoop()
 	} else {
 		close(w.done)
@@ -246,7 +247,7 @@ func (w *Writer) adopt(name string) error {
 		return ioErr("remove stale index", path+IndexSuffix, err)
 	}
 	w.gen++
-	w.seg = &segment{name: name, path: path, f: f, size: size, synced: size, infoID: infoID, gen: w.gen, index: index}
+	w.seg = &segment{name: name, path: path, f: f, size: size, synced: size, infoID: infoID, gen: w.gen, index: index, opened: w.cfg.Now()}
 	w.stats.Files++
 	return nil
 }
@@ -346,22 +347,49 @@ func memberHoldsRecord(f *os.File, off int64) bool {
 
 func (w *Writer) syncLoop() {
 	defer close(w.done)
-	t := time.NewTicker(w.cfg.SyncInterval)
+	every := w.cfg.SyncInterval
+	if w.cfg.MaxFileAge > 0 && (every < 0 || every > time.Second) {
+		every = time.Second // the age check needs the loop even without periodic fsync
+	}
+	t := time.NewTicker(every)
 	defer t.Stop()
+	syncTicks, ticks := int64(0), int64(0) // fsync every syncTicks ticks; 0: never
+	if w.cfg.SyncInterval > 0 {
+		syncTicks = max(1, int64(w.cfg.SyncInterval/every))
+	}
 	for {
 		select {
 		case <-w.stop:
 			return
 		case <-t.C:
+			w.rotateIfOld()
 			w.mu.Lock()
 			dirty := w.dirty
 			w.mu.Unlock()
-			if dirty {
+			if ticks++; dirty && syncTicks > 0 && ticks%syncTicks == 0 {
 				if err := w.Sync(); err != nil {
 					w.log.Error("periodic fsync failed", "err", err)
 				}
 			}
 		}
+	}
+}
+
+// rotateIfOld closes the current file when it is older than MaxFileAge; the next write
+// starts a new one.
+func (w *Writer) rotateIfOld() {
+	if w.cfg.MaxFileAge <= 0 {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	seg := w.seg
+	if seg == nil || w.closed || w.cfg.Now().Sub(seg.opened) < w.cfg.MaxFileAge {
+		return
+	}
+	w.seg = nil
+	if err := w.closeSegment(seg); err != nil {
+		w.log.Error("closing warc file at its age limit", "file", seg.name, "err", err)
 	}
 }
 
@@ -394,7 +422,7 @@ func (w *Writer) startSegmentLocked() error {
 		return err
 	}
 	w.gen++
-	w.seg = &segment{name: name, path: path, f: f, size: int64(buf.Len()), infoID: id, gen: w.gen}
+	w.seg = &segment{name: name, path: path, f: f, size: int64(buf.Len()), infoID: id, gen: w.gen, opened: now}
 	w.stats.Files++
 	w.stats.Records++
 	w.stats.Bytes += int64(buf.Len())

@@ -113,6 +113,10 @@ type Config struct {
 	MaxBacklog int
 	// ShardMaxBytes rotates a shard once it holds this many uncompressed bytes. Default 256 MiB.
 	ShardMaxBytes int64
+	// ShardMaxAge also rotates a shard once it was opened this long ago, checked at every
+	// commit and every CommitInterval, so that an uploader (which ships finished shards only)
+	// never waits long for a slow shard. Default 0: shards rotate by size only.
+	ShardMaxAge time.Duration
 	// CommitEvery and CommitInterval bound the work redone after a crash: the open shard is
 	// flushed and fsynced, and the finished jobs deleted from the backlog, every CommitEvery
 	// records or CommitInterval, whichever comes first, and whenever the stage goes idle.

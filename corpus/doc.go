@@ -40,7 +40,8 @@
 //     label): text, Markdown, title, language and page count from PDFium; the same
 //     duplicate indexes and text filters as pages; see "PDFs" below.
 //   - The corpus: zstd JSONL shards corpus-<node>-<seq6>.jsonl.zst in Config.OutDir, one
-//     Record a page, rotated at Config.ShardMaxBytes uncompressed; ReadShards reads them back.
+//     Record a page, rotated at Config.ShardMaxBytes uncompressed or Config.ShardMaxAge after it
+//     was opened (an uploader ships finished shards only); ReadShards reads them back.
 //
 // Decisions where the design is silent:
 //

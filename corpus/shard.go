@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -52,12 +53,13 @@ func parseShardName(name string) (node string, seq int, partial, ok bool) {
 
 // shardWriter appends JSON lines to one zstd-compressed shard file named *.partial while open.
 type shardWriter struct {
-	path  string // final path
-	f     *os.File
-	out   *countWriter // f, counting the compressed bytes
-	enc   *zstd.Encoder
-	bytes int64 // uncompressed bytes written
-	lines int
+	path   string // final path
+	f      *os.File
+	out    *countWriter // f, counting the compressed bytes
+	enc    *zstd.Encoder
+	bytes  int64 // uncompressed bytes written
+	lines  int
+	opened time.Time
 }
 
 // countWriter counts the bytes written through it.
@@ -84,7 +86,7 @@ func newEncoder(w io.Writer) (*zstd.Encoder, error) {
 	return zstd.NewWriter(w, zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(zstd.SpeedDefault))
 }
 
-func openShard(dir, node string, seq int) (*shardWriter, error) {
+func openShard(dir, node string, seq int, now time.Time) (*shardWriter, error) {
 	final := filepath.Join(dir, ShardName(node, seq))
 	f, err := os.OpenFile(final+partialExt, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 	if err != nil {
@@ -96,7 +98,7 @@ func openShard(dir, node string, seq int) (*shardWriter, error) {
 		f.Close()
 		return nil, fmt.Errorf("corpus: open shard: %w", err)
 	}
-	return &shardWriter{path: final, f: f, out: out, enc: enc}, nil
+	return &shardWriter{path: final, f: f, out: out, enc: enc, opened: now}, nil
 }
 
 func (s *shardWriter) write(line []byte) error {

@@ -567,6 +567,11 @@ func (s *Stage) commitLoop(cancel context.CancelFunc) {
 					fail(err)
 				}
 			}
+			if !failed && len(s.pending) == 0 && s.shard != nil && s.shardTooOld() {
+				if err := s.rotateShard(); err != nil {
+					fail(err)
+				}
+			}
 		}
 	}
 }
@@ -586,7 +591,7 @@ func (s *Stage) handle(r result) error {
 	}
 	line = append(line, '\n')
 	if s.shard == nil {
-		if s.shard, err = openShard(s.cfg.OutDir, s.cfg.NodeName, s.shardSeq); err != nil {
+		if s.shard, err = openShard(s.cfg.OutDir, s.cfg.NodeName, s.shardSeq, s.cfg.Now()); err != nil {
 			return err
 		}
 	}
@@ -736,18 +741,30 @@ func (s *Stage) commit() error {
 	s.backlog.Add(-int64(len(s.pending)))
 	s.pending = s.pending[:0]
 	s.pendingPages = s.pendingPages[:0]
-	if s.shard.bytes >= s.cfg.ShardMaxBytes {
-		if err := s.shard.close(); err != nil {
-			return err
-		}
-		s.log.Info("corpus shard closed", "shard", filepath.Base(s.shard.path), "records", s.shard.lines, "bytes", s.shard.bytes)
-		s.durable.Store(nil)
-		s.shard = nil
-		s.shardSeq++
-		s.statsMu.Lock()
-		s.runShards++
-		s.statsMu.Unlock()
+	if s.shard.bytes >= s.cfg.ShardMaxBytes || s.shardTooOld() {
+		return s.rotateShard()
 	}
+	return nil
+}
+
+// shardTooOld reports whether the open shard passed Config.ShardMaxAge.
+func (s *Stage) shardTooOld() bool {
+	return s.cfg.ShardMaxAge > 0 && s.cfg.Now().Sub(s.shard.opened) >= s.cfg.ShardMaxAge
+}
+
+// rotateShard closes the open shard (everything in it committed); the next record opens the
+// next one.
+func (s *Stage) rotateShard() error {
+	if err := s.shard.close(); err != nil {
+		return err
+	}
+	s.log.Info("corpus shard closed", "shard", filepath.Base(s.shard.path), "records", s.shard.lines, "bytes", s.shard.bytes)
+	s.durable.Store(nil)
+	s.shard = nil
+	s.shardSeq++
+	s.statsMu.Lock()
+	s.runShards++
+	s.statsMu.Unlock()
 	return nil
 }
 

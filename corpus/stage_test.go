@@ -8,10 +8,13 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+
+	"github.com/crawlnode/crawlnode/internal/clustertest"
 )
 
 // site is a set of pages served by a test Load func.
@@ -528,5 +531,58 @@ func TestStageDurable(t *testing.T) {
 	}
 	if d := s.Durable(); d != nil {
 		t.Fatalf("durable mark after shutdown: %+v", d)
+	}
+}
+
+// TestStageShardRotationByAge: an idle open shard older than ShardMaxAge is finished (renamed
+// from .partial) by the commit loop alone, and the next record opens the next shard.
+func TestStageShardRotationByAge(t *testing.T) {
+	db := openMemDB(t)
+	dir := t.TempDir()
+	st := newSite()
+	for i := 0; i < 2; i++ {
+		st.add(fmt.Sprintf("http://age%d.sim.test/", i), genPage("A", genParagraphs(uint64(700+i), 5, 60), pageOpts{}))
+	}
+	var now atomic.Int64
+	now.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+	cfg := testConfig(db, dir, st)
+	cfg.ShardMaxAge = time.Minute
+	cfg.Now = func() time.Time { return time.Unix(0, now.Load()).UTC() }
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown(ctx)
+	if err := s.Enqueue(jobFor("http://age0.sim.test/", 0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := filepath.Glob(filepath.Join(dir, "*"+partialExt)); len(p) != 1 {
+		t.Fatalf("want one open shard, have %v", p)
+	}
+	now.Add(int64(time.Minute))
+	clustertest.Eventually(t, 5*time.Second, "old shard finished", func() bool {
+		_, err := os.Stat(filepath.Join(dir, ShardName("n1", 0)))
+		return err == nil
+	})
+	if err := s.Enqueue(jobFor("http://age1.sim.test/", 1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	names, _ := shardFiles(dir)
+	if len(names) != 2 || names[1] != ShardName("n1", 1) || len(readAll(t, dir)) != 2 {
+		t.Fatalf("shards %v", names)
 	}
 }

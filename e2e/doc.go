@@ -10,6 +10,8 @@
 //     clusters of processes (three nodes, scale-out, rolling restart, the shared job
 //     configuration, a node lost for good), each judged by simweb's oracle; the dashboard
 //     in headless Chromium.
+//   - The address guard: a loopback service the node is not allowed to reach, linked by IP
+//     literal, by a name dnsmasq resolves to it and by a redirect, sees no request.
 //   - The chaos suite on Docker (TestChaos: kills, pauses, a network split on four nodes)
 //     and the internet regime on loopback addresses with a real DNS server (dnsmasq).
 //   - The benchmarks whose figures BENCHMARKS.md reports (whole crawl, cluster scaling,

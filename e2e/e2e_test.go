@@ -424,6 +424,7 @@ func TestBadInput(t *testing.T) {
 		{"not a data dir", []string{"--data", notData, "--seed", "http://a.sim.test/"}, "not a crawlnode data directory", ""},
 		{"no seeds, no API", []string{"--data", filepath.Join(dir, "d8"), "--http", ""}, "no seeds and no API", filepath.Join(dir, "d8")},
 		{"bare seconds", []string{"--data", filepath.Join(dir, "d9"), "--seed", "http://a.sim.test/", "--timeout", "x"}, `--timeout: want a duration such as 1s, 500ms or a number of seconds such as 0.5; got "x"`, filepath.Join(dir, "d9")},
+		{"bad allow-ips", []string{"--data", filepath.Join(dir, "d11"), "--seed", "http://a.sim.test/", "--allow-ips", "intranet"}, `--allow-ips "intranet"`, filepath.Join(dir, "d11")},
 		{"negative depth", []string{"--data", filepath.Join(dir, "d10"), "--seed", "http://a.sim.test/", "--max-depth", "-1"}, "--max-depth must be >= 0", filepath.Join(dir, "d10")},
 	}
 	for _, tc := range cases {

@@ -59,6 +59,14 @@ func internetWeb(t testing.TB, cfg simweb.Config, addrs int) (*simweb.Web, []str
 	return w, ips
 }
 
+// webRange is the /24 that internetWeb's addresses (127.A.B.k) lie in. The internet regime
+// resolves the simulated hosts by DNS, never --resolve, so their loopback addresses are
+// unnamed ones that the fetcher's address guard refuses: the tests allow exactly this
+// range with --allow-ips, as an operator allows an intranet.
+func webRange(ips []string) string {
+	return ips[0][:strings.LastIndexByte(ips[0], '.')] + ".0/24"
+}
+
 // dnsOptions shape the DNS the crawler sees.
 type dnsOptions struct {
 	TTL      time.Duration            // dnsmasq --local-ttl for the hosts' records
@@ -475,7 +483,7 @@ func runInternet(t testing.TB, s internetSetup) internetRun {
 	}
 	data := filepath.Join(dir, "data")
 	args := []string{
-		"--data", data, "--seeds", seedFile, "--dns", d.Addr,
+		"--data", data, "--seeds", seedFile, "--dns", d.Addr, "--allow-ips", webRange(ips),
 		"--delay", "0", "--concurrency", strconv.Itoa(s.concurrency), "--exit-when-done",
 		"--robots-retry", s.robotsRetry.String(), "--retry-base", s.retryBase.String(), "--timeout", s.timeout.String(),
 		"--max-depth", "100", "--log-format", "json", "--log-level", "warn", "--quiet", "--http", "127.0.0.1:0",
@@ -747,7 +755,7 @@ func benchInternetWeb(b *testing.B, conc int, runFor time.Duration, hosts, meanP
 	}
 	data := filepath.Join(dir, "data")
 	args := []string{
-		"--data", data, "--seeds", seedFile, "--dns", d.Addr,
+		"--data", data, "--seeds", seedFile, "--dns", d.Addr, "--allow-ips", webRange(ips),
 		"--delay", "0", "--concurrency", strconv.Itoa(conc),
 		"--robots-retry", "2s", "--retry-base", "2s", "--timeout", "10s", "--max-depth", "100",
 		"--extract-workers", "1", "--log-level", "error", "--quiet", "--http", "127.0.0.1:0",

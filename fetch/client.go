@@ -77,6 +77,7 @@ type Response struct {
 type Client struct {
 	cfg     Config
 	resolve *resolveTable
+	guard   addrGuard
 	dns     *dnsCache
 	headers atomic.Pointer[[]byte] // User-Agent, Accept, Accept-Encoding lines (SetUserAgent replaces them)
 
@@ -117,6 +118,7 @@ func New(cfg Config) (*Client, error) {
 	c := &Client{
 		cfg:     cfg,
 		resolve: newResolveTable(cfg.Resolve),
+		guard:   addrGuard{allow: cfg.AllowIPs},
 		dns:     newDNSCache(cfg.Resolver, cfg.DNSCacheTTL, cfg.NegativeTTL, cfg.DNSCacheSize, cfg.Now),
 		hosts:   make(map[hostKey]*hostEntry),
 	}
@@ -526,7 +528,9 @@ func (f *faultConn) Write(b []byte) (int, error) {
 	return f.Conn.Write(b)
 }
 
-// dialAddr connects to addr, split into host and port.
+// dialAddr connects to addr, split into host and port. A --resolve rule's address is
+// dialed as given (the operator named it); an IP literal or every DNS answer passes the
+// address guard first, so the address checked is the address dialed.
 func (c *Client) dialAddr(host, port, addr string, timeout time.Duration) (net.Conn, error) {
 	d := net.Dialer{Timeout: timeout}
 	if to, ok := c.resolve.lookup(host, port); ok {
@@ -536,7 +540,10 @@ func (c *Client) dialAddr(host, port, addr string, timeout time.Duration) (net.C
 		}
 		return conn, nil
 	}
-	if _, err := netip.ParseAddr(host); err == nil {
+	if ip, err := netip.ParseAddr(host); err == nil {
+		if err := c.guard.check(ip); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrForbiddenAddress, err)
+		}
 		conn, err := d.Dial("tcp", addr)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrConnect, err)
@@ -549,8 +556,14 @@ func (c *Client) dialAddr(host, port, addr string, timeout time.Duration) (net.C
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrDNS, err)
 	}
-	var lastErr error
+	var lastErr, refused error
 	for _, ip := range ips {
+		if err := c.guard.check(ip); err != nil {
+			if refused == nil {
+				refused = err
+			}
+			continue
+		}
 		conn, err := d.DialContext(ctx, "tcp", net.JoinHostPort(ip.String(), port))
 		if err == nil {
 			return conn, nil
@@ -559,6 +572,10 @@ func (c *Client) dialAddr(host, port, addr string, timeout time.Duration) (net.C
 		if ctx.Err() != nil {
 			break
 		}
+	}
+	if lastErr == nil && refused != nil {
+		// Every address of the name is refused: nothing was dialed.
+		return nil, fmt.Errorf("%w: %s: %w", ErrForbiddenAddress, host, refused)
 	}
 	return nil, fmt.Errorf("%w: %w", ErrConnect, lastErr)
 }

@@ -60,6 +60,14 @@ type Config struct {
 	// patterns win over wildcards; among wildcards the longest suffix wins.
 	Resolve []ResolveRule
 
+	// AllowIPs are address ranges the fetcher may connect to although the address guard
+	// refuses them (loopback, private, link-local, shared, reserved...: see ClassifyAddr),
+	// e.g. an intranet to crawl (--allow-ips). The guard checks the address each connection
+	// is dialed to, after DNS, so a name that resolves (or rebinds) to a refused address is
+	// refused too. Hosts matched by a Resolve rule are always allowed: the operator named
+	// them. Empty: only public addresses (safe by default); 0.0.0.0/0 and ::/0 allow all.
+	AllowIPs []netip.Prefix
+
 	// DNSCacheTTL caps how long a positive DNS answer is cached, and is the
 	// TTL used when the Resolver reports none (the stdlib resolver never
 	// does). Default 5m.
@@ -196,12 +204,31 @@ func (c *Config) Validate() error {
 			return err
 		}
 	}
+	for _, p := range c.AllowIPs {
+		if !p.IsValid() {
+			return fmt.Errorf("%w: invalid AllowIPs prefix", ErrConfig)
+		}
+	}
 	for _, r := range c.Resolve {
 		if _, err := ParseResolve(r.Pattern + "=" + r.Addr); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// ParseAllowIP parses an --allow-ips value: a CIDR prefix ("10.0.0.0/8", "fd00::/8") or
+// one address ("192.168.1.10", taken as /32 or /128). Host bits set are masked off.
+func ParseAllowIP(s string) (netip.Prefix, error) {
+	s = strings.TrimSpace(s)
+	if p, err := netip.ParsePrefix(s); err == nil {
+		return p.Masked(), nil
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil || a.Zone() != "" {
+		return netip.Prefix{}, fmt.Errorf("%w: %q: want CIDR (10.0.0.0/8) or IP address", ErrBadAllowIP, s)
+	}
+	return netip.PrefixFrom(a, a.BitLen()), nil
 }
 
 // ResolveRule sends connections for matching hosts to Addr.

@@ -15,6 +15,10 @@
 //   - Robots: RFC 9309 via grobotstxt's tokenizer and matching semantics,
 //     parsed once per host, Crawl-delay, Sitemap lines, status handling,
 //     expiry and a binary form for the host state.
+//   - The address guard: every connection's address, after DNS and for IP-literal URLs
+//     alike, is checked before it is dialed; loopback, private, link-local, shared,
+//     multicast, reserved and unspecified addresses (and the IPv6 forms that embed them)
+//     fail with ErrForbiddenAddress unless Config.AllowIPs holds them.
 //   - Failures as classified errors (Classify, IsTransient), each wrapping
 //     a sentinel; a hostile server costs at most Timeout and MaxBodySize.
 //
@@ -61,7 +65,29 @@
 //     and whole-request deadlines, "reset" for resets and for connections
 //     closed before the response was complete (short body, EOF in headers),
 //     "protocol" for malformed HTTP, "too_large_header", "tls", "canceled",
-//     "bad_url".
+//     "bad_url", "forbidden_address" (not transient: nothing was sent).
+//   - The address guard (guard.go) sits in the dialer, so it sees the address actually
+//     dialed: each DNS answer (a name that rebinds to 127.0.0.1 between two requests is
+//     refused at its next dial; a kept-alive connection to the name's old address is not
+//     reused once the name moved), and IP literals, which skip DNS. Pages, robots.txt and
+//     each of its redirect hops, sitemaps, /.well-known/tdmrep.json and redirect targets
+//     (new URLs for the crawl loop) all dial through it. Of a name's addresses the refused
+//     ones are skipped and the others tried; only when none is left does the request fail
+//     with "forbidden_address". A robots.txt redirect to a refused address is not followed
+//     and the chain ends at that 3xx (unavailable, like an unusable Location). --resolve
+//     targets are not checked: the operator named them. The table is written here, one
+//     row per block with its RFC: net/netip's IsPrivate, IsLoopback and the like miss
+//     shared address space, benchmarking, documentation, class E, 192.0.0.0/24 and the
+//     IPv6 forms that embed an IPv4 address (NAT64, 6to4, Teredo); hashicorp/go-sockaddr,
+//     already in go.sum through memberlist, has RFC tables but as net.IPNet (allocations,
+//     ~µs a check), without the registry's "globally reachable" choice and without the
+//     recent blocks (3fff::/20, 5f00::/16). The rows are the IANA special-purpose
+//     registries' blocks that are not globally reachable, plus multicast and 240/4; for
+//     IPv6 everything outside 2000::/3 (the only global unicast allocation) is reserved.
+//     IPv4-compatible addresses (::a.b.c.d, deprecated) are refused whatever they embed;
+//     IPv4-mapped, NAT64 and 6to4 take the class of the IPv4 address they embed, Teredo the
+//     refused one of its server and client. A check costs 40-160 ns with no allocation
+//     (BenchmarkGuardCheck), against a connect's syscalls.
 //   - DNS: with DNSServers (--dns) a DNSClient (miekg/dns) asks those servers
 //     directly and the cache keeps each answer for its own TTL (the smallest
 //     in the CNAME chain), capped at DNSCacheTTL; NXDOMAIN and NODATA for the

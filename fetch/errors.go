@@ -30,7 +30,11 @@ const (
 	ClassProtocol       ErrorClass = "protocol"         // malformed HTTP
 	ClassCanceled       ErrorClass = "canceled"         // the caller's context was canceled
 	ClassBadURL         ErrorClass = "bad_url"          // unparsable or non-http(s) URL
-	ClassOther          ErrorClass = "other"
+	// ClassForbiddenAddress: the host's address is loopback, private, link-local or another
+	// class the address guard refuses (ClassifyAddr), and Config.AllowIPs does not hold it.
+	// Nothing was sent; not transient.
+	ClassForbiddenAddress ErrorClass = "forbidden_address"
+	ClassOther            ErrorClass = "other"
 )
 
 // Sentinel errors, one per class; every error returned by Do wraps one of
@@ -45,9 +49,12 @@ var (
 	ErrProtocol       = errors.New("fetch: protocol error")
 	ErrCanceled       = errors.New("fetch: canceled")
 	ErrBadURL         = errors.New("fetch: bad url")
+	// ErrForbiddenAddress wraps an *AddrError.
+	ErrForbiddenAddress = errors.New("fetch: forbidden address")
 
 	ErrConfig     = errors.New("fetch: invalid config")
 	ErrBadResolve = errors.New("fetch: bad resolve rule")
+	ErrBadAllowIP = errors.New("fetch: bad allowed address range")
 	ErrClosed     = errors.New("fetch: client closed")
 )
 
@@ -64,6 +71,7 @@ var classSentinels = []struct {
 	{ErrReset, ClassReset},
 	{ErrProtocol, ClassProtocol},
 	{ErrBadURL, ClassBadURL},
+	{ErrForbiddenAddress, ClassForbiddenAddress},
 }
 
 var sentinelOf = map[ErrorClass]error{}
@@ -90,7 +98,7 @@ func Classify(err error) ErrorClass {
 
 // IsTransient reports whether retrying later may succeed: timeouts,
 // connection failures, resets, temporary DNS failures and TLS handshake
-// timeouts. Bad URLs, malformed responses, huge headers, certificate
+// timeouts. Forbidden addresses, bad URLs, malformed responses, huge headers, certificate
 // errors, NXDOMAIN and cancellation are not transient.
 func IsTransient(err error) bool {
 	switch Classify(err) {

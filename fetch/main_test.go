@@ -83,7 +83,9 @@ func (c *fakeClock) Advance(d time.Duration) {
 }
 
 // testClient builds a Client with short timeouts and a fake resolver that
-// knows no names, so that nothing can leave loopback.
+// knows no names, so that nothing can leave loopback. The test servers live on
+// 127.0.0.0/8, which the address guard refuses by default: it is allowed here
+// (guard_test.go tests the guard with its own clients).
 func testClient(t testing.TB, mod func(*Config)) *Client {
 	t.Helper()
 	cfg := Config{
@@ -92,6 +94,7 @@ func testClient(t testing.TB, mod func(*Config)) *Client {
 		FirstByteTimeout:    3 * time.Second,
 		MaxIdleConnDuration: 100 * time.Millisecond,
 		Resolver:            &fakeResolver{},
+		AllowIPs:            []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
 	}
 	if mod != nil {
 		mod(&cfg)

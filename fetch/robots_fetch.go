@@ -31,7 +31,8 @@ type RobotsResult struct {
 
 // FetchRobots GETs scheme://hostport/robots.txt, following up to
 // MaxRobotsRedirects redirects itself (to any host; --resolve applies per
-// hop), reading at most MaxRobotsSize. The error is non-nil only for
+// hop, and the address guard to every hop: a hop it refuses ends the chain at the 3xx
+// before it), reading at most MaxRobotsSize. The error is non-nil only for
 // transport failures, in which case the caller uses UnreachableRobots.
 func (c *Client) FetchRobots(ctx context.Context, scheme, hostport string) (*RobotsResult, error) {
 	return c.FetchRobotsDelay(ctx, scheme, hostport, 0)
@@ -49,6 +50,12 @@ func (c *Client) FetchRobotsDelay(ctx context.Context, scheme, hostport string, 
 	for {
 		resp, err := c.do(ctx, Request{URL: u}, MaxRobotsSize, false)
 		if err != nil {
+			if res.Redirects > 0 && errors.Is(err, ErrForbiddenAddress) {
+				// A redirect to an address the guard refuses is not followed (nothing is
+				// sent): the answer is the 3xx, as for an unusable Location.
+				res.Redirects--
+				return res, nil
+			}
 			return nil, err
 		}
 		res.Hops = append(res.Hops, resp)

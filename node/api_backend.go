@@ -320,7 +320,8 @@ func (n *Node) Status() api.Status {
 			"2xx": n.stats.ok2xx.Load(), "3xx": n.stats.redirects.Load(),
 			"4xx": n.stats.client4xx.Load(), "5xx": n.stats.server5xx.Load(),
 		},
-		Errors: n.stats.errorsByClass(),
+		Errors:      n.stats.errorsByClass(),
+		OutputStore: n.outputStoreStatus(),
 	}
 	st.MaxPages, st.ClusterPages, st.LimitReached = n.budget.figures()
 	switch {

@@ -345,9 +345,11 @@ func (n *Node) admit(ctx context.Context, l *frontier.Lease, ws *workerState) (h
 		n.front.DeferHost(hostKey, 200*time.Millisecond)
 		return hostKey, nil, frontier.Outcome{Kind: frontier.Requeue, NoRequest: true}, false
 	}
-	if n.isBlocked(hostKey) || n.Paused() {
-		// Blocked domain (or paused since the lease): the URL stays queued, untouched, and
-		// the host is looked at again a few seconds later.
+	if n.isBlocked(hostKey) || n.Paused() || n.pausedUntil.Load() > n.cfg.Now().UnixNano() {
+		// Blocked domain (or paused since the lease: by the operator, a full disk or output
+		// waiting for the store; a slot that waited in frontier.Next through the start of a
+		// pause must not fetch): the URL stays queued, untouched, and the host is looked at
+		// again a few seconds later.
 		n.front.DeferHost(hostKey, blockedRecheck)
 		return hostKey, nil, frontier.Outcome{Kind: frontier.Requeue, NoRequest: true}, false
 	}
@@ -371,6 +373,9 @@ func (n *Node) fetchFailed(ctx context.Context, l *frontier.Lease, hostKey strin
 	if ctx.Err() != nil {
 		// Aborted at shutdown: not an attempt of the server's doing.
 		return frontier.Outcome{Kind: frontier.Requeue}
+	}
+	if fetch.Classify(err) == fetch.ClassForbiddenAddress {
+		return n.forbidden(l.URL, hostKey, err)
 	}
 	if n.net.failed(hostKey, err, ws.finished) {
 		// This node's network is down: not an attempt of the host's (netWatch).
@@ -401,6 +406,19 @@ func (n *Node) fetchFailed(ctx context.Context, l *frontier.Lease, hostKey strin
 	}
 	n.stats.fetched.Add(1)
 	return frontier.Outcome{Kind: frontier.Fetched, Err: msg}
+}
+
+// forbidden is the outcome of a URL whose host's address the fetcher's address guard
+// refused (loopback, private, link-local... and not in --allow-ips): nothing was sent, and
+// asking again cannot help, so the URL becomes a dead letter at once with the class as its
+// reason, counted in the errors and the metrics. Nothing is archived.
+func (n *Node) forbidden(url, hostKey string, err error) frontier.Outcome {
+	class := string(fetch.ClassForbiddenAddress)
+	n.stats.countError(class)
+	n.stats.forbidden.Add(1)
+	n.noteError(url, hostKey, class, err.Error())
+	n.log.Debug("address refused", "url", url, "err", err)
+	return frontier.Outcome{Kind: frontier.Retry, Park: true, NoRequest: true, Err: class + ": " + err.Error()}
 }
 
 // record handles a response: archives it, counts it, and passes a page or a sitemap on

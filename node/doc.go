@@ -33,6 +33,16 @@
 //     `crawlnode export --api`, and ExportMembers merges the copies the client took of
 //     every member into one output (every URL once in the text formats; the earliest
 //     fetch wins, see export_cluster.go).
+//   - The output store (outstore.go, export_store.go), with --output-store: New checks the
+//     store before it creates the data directory (a refused start writes nothing), Run
+//     runs the uploader beside the crawl, maintain pauses intake while the unshipped bytes
+//     pass the bound (the same pausedUntil a full disk uses), and a finished batch crawl
+//     closes its last WARC file and waits until everything is in the store before it
+//     returns (a signal waits at most 10 s: the rest goes up at the next start). WARC files
+//     are deleted after upload (--delete-after-upload) only while the extract backlog is
+//     empty, since extract jobs read pages back from them. export --from downloads the
+//     files a format needs into a temporary data-directory layout and runs the same
+//     export code.
 //
 // What lives elsewhere: the queues, seen set and politeness arithmetic in frontier/; HTTP
 // and DNS in fetch/; WARC in archive/; text extraction and the corpus in corpus/ (the
@@ -40,7 +50,8 @@
 // and its wire format in forward/; partition streams in snapshot/; membership in gossip/;
 // placement in ring/; the Raft state machine in control/; membership, leases, fencing,
 // handoff, the sweep and completion in cluster/; replication of partitions to backups in
-// replica/; the public HTTP API in api/ (docs/architecture.md has the map).
+// replica/; the public HTTP API in api/; uploads to object storage in outstore/
+// (docs/architecture.md has the map).
 //
 // # Data flow
 //
@@ -62,6 +73,12 @@
 //	  -> robots.txt known for the host? no: fetch it in this slot, requeue the URL
 //	  -> disallowed? record Drop
 //	  -> fetch (fasthttp, limits; conditional for a revisit)
+//	  -> the host's address refused by the fetcher's guard (robots.txt, tdmrep.json or
+//	     the page; loopback, private... not in --allow-ips)? nothing was sent: the URL is
+//	     a dead letter of class forbidden_address at once, in the recent errors and
+//	     crawlnode_fetch_forbidden_address_total, never retried, never archived. robots.txt
+//	     is not cached for such a host: each of its URLs asks again (a DNS change may
+//	     allow it), which sends nothing while it stays refused
 //	  -> revisit unchanged (304, same body)? WARC revisit record, Done (next visit scheduled)
 //	  -> WARC record written (response, or revisit for a payload seen before)
 //	  -> redirect target / links / sitemap URLs, HTML page's (or PDF's) extract job: kept by the slot

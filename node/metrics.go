@@ -42,7 +42,27 @@ func newMetrics(n *Node) *metrics {
 	r.frontier(n)
 	r.cluster(n)
 	r.replica(n)
+	r.outputStore(n)
 	return m
+}
+
+// outputStore registers the uploader's figures (--output-store only).
+func (r registrar) outputStore(n *Node) {
+	if n.uploader == nil {
+		return
+	}
+	u := n.uploader
+	r.gauge("output_store_unshipped_bytes", "Bytes of WARC files and corpus shards not yet in the output store (closed files waiting plus open ones).", func() float64 { return float64(u.Stats().UnshippedBytes) })
+	r.gauge("output_store_unshipped_files", "Closed files waiting for upload.", func() float64 { return float64(u.Stats().UnshippedFiles) })
+	r.counter("output_store_uploads_total", "Files uploaded and verified (WARC files, CDXJ indexes, corpus shards).", nil, func() float64 { return float64(u.Stats().Uploads) })
+	r.counter("output_store_failures_total", "Failed upload attempts (retried with backoff).", nil, func() float64 { return float64(u.Stats().Failures) })
+	r.counter("output_store_uploaded_bytes_total", "Bytes uploaded and verified.", nil, func() float64 { return float64(u.Stats().BytesUploaded) })
+	r.gauge("output_store_paused", "1 while fetching is paused because too much output waits for the store.", func() float64 {
+		if n.storeBehind.Load() {
+			return 1
+		}
+		return 0
+	})
 }
 
 // registrar registers the metrics read at scrape time on the node's registry.
@@ -69,6 +89,7 @@ func (r registrar) crawl(n *Node) {
 	r.counter("pages_fetched_total", fetched, prometheus.Labels{"class": "4xx"}, func() float64 { return float64(st.client4xx.Load()) })
 	r.counter("pages_fetched_total", fetched, prometheus.Labels{"class": "5xx"}, func() float64 { return float64(st.server5xx.Load()) })
 	r.counter("fetch_errors_total", "Fetches that failed before a response (timeouts, resets, DNS...).", nil, func() float64 { return float64(st.fetchErr.Load()) })
+	r.counter("fetch_forbidden_address_total", "URLs not fetched because their host's address is loopback, private, link-local or reserved and not in --allow-ips (dead letters of class forbidden_address; also in fetch_errors_total).", nil, func() float64 { return float64(st.forbidden.Load()) })
 	r.counter("robots_requests_total", "robots.txt fetches.", nil, func() float64 { return float64(st.robotsReq.Load()) })
 	r.counter("robots_disallowed_total", "URLs dropped because robots.txt disallows them.", nil, func() float64 { return float64(st.robotsDeny.Load()) })
 	r.counter("commit_retries_total", "Writes of the group commit (links, extract jobs, outcomes) that failed and were retried.", nil, func() float64 { return float64(st.commitRetries.Load()) })

@@ -6,6 +6,7 @@ import (
 	"github.com/crawlnode/crawlnode/cluster"
 	"github.com/crawlnode/crawlnode/replica"
 	"log/slog"
+	"net/netip"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -20,6 +21,7 @@ import (
 	"github.com/crawlnode/crawlnode/fetch"
 	"github.com/crawlnode/crawlnode/frontier"
 	"github.com/crawlnode/crawlnode/internal/badgermem"
+	"github.com/crawlnode/crawlnode/outstore"
 	"github.com/crawlnode/crawlnode/ring"
 	"github.com/crawlnode/crawlnode/urlnorm"
 )
@@ -55,8 +57,14 @@ type Config struct {
 	Concurrency int
 	// UserAgent sent with every request; its product token selects the robots.txt group.
 	UserAgent string
-	// Resolve overrides where connections for matching hosts go.
+	// Resolve overrides where connections for matching hosts go. Their addresses are
+	// always allowed (the operator named them).
 	Resolve []fetch.ResolveRule
+	// AllowIPs are address ranges the fetcher may connect to although the address guard
+	// refuses them (loopback, private, link-local...): an intranet to crawl (--allow-ips).
+	// Empty: only public addresses; a URL whose host is refused is a dead letter of class
+	// forbidden_address.
+	AllowIPs []netip.Prefix
 	// DNSServers ("ip" or "ip:port") are asked directly for host addresses, with the
 	// answers' TTLs honoured by the fetch layer's cache (--dns). Empty: the system resolver,
 	// whose answers carry no TTL and are cached DNSCacheTTL.
@@ -138,6 +146,12 @@ type Config struct {
 	// gone, for files ~40% larger on text pages (more on markup-heavy HTML); 2..9 compress
 	// more for more CPU.
 	WARCGzipLevel int
+	// RotateEvery closes a WARC file or corpus shard once it is this old, so that what an
+	// output store has not received yet stays small (archive.Config.MaxFileAge,
+	// corpus.Config.ShardMaxAge). 0: DefaultRotateEvery with an output store, else size only.
+	RotateEvery time.Duration
+	// OutputStore ships outputs to object storage; its zero value keeps them local only.
+	OutputStore OutputStoreConfig
 	// MinFreeDisk pauses fetching while the data directory's file system has less free
 	// space than this (bytes), and resumes by itself above it. Badger writes through mmap,
 	// where running out of space is a crash rather than an error, so the node stops well
@@ -171,6 +185,9 @@ type Config struct {
 
 	// dialFault is fetch.Config.DialFault, for this package's tests.
 	dialFault func(addr string) error
+	// resolver is fetch.Config.Resolver, for this package's tests (nil: --dns or the
+	// system resolver).
+	resolver fetch.Resolver
 }
 
 func (c *Config) setDefaults() {
@@ -339,7 +356,11 @@ type Node struct {
 	// "jobs", "done"); an error it returns fails that write.
 	commitHook func(point string) error
 	lowDisk    atomic.Bool
-	rate       rateMeter
+	// uploader ships outputs to the output store; nil without one. storeBehind: fetching
+	// is paused because too much output waits for it.
+	uploader    *outstore.Uploader
+	storeBehind atomic.Bool
+	rate        rateMeter
 
 	shutdownOnce sync.Once
 }
@@ -348,6 +369,14 @@ type Node struct {
 func New(cfg Config) (*Node, error) {
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.OutputStore.URL != "" && cfg.RotateEvery == 0 {
+		cfg.RotateEvery = DefaultRotateEvery
+	}
+	// The output store is checked before the data directory is created or opened.
+	store, err := dialOutputStore(cfg.OutputStore)
+	if err != nil {
 		return nil, err
 	}
 	dir, err := OpenDataDir(cfg.DataDir, cfg.Name)
@@ -376,6 +405,9 @@ func New(cfg Config) (*Node, error) {
 		}
 	}
 	if err := n.openStages(); err != nil {
+		return nil, err
+	}
+	if err := n.openUploader(store); err != nil {
 		return nil, err
 	}
 	if err := n.loadOps(); err != nil {
@@ -438,6 +470,7 @@ func (n *Node) openStages() error {
 		Timeout:     n.cfg.FetchTimeout,
 		MaxBodySize: n.cfg.MaxBodySize,
 		Resolve:     n.cfg.Resolve,
+		AllowIPs:    n.cfg.AllowIPs,
 		DNSServers:  n.cfg.DNSServers,
 		DNSCacheTTL: n.cfg.DNSCacheTTL,
 		// One connection per allowed request in flight: a host sees no more sockets
@@ -445,6 +478,7 @@ func (n *Node) openStages() error {
 		MaxConnsPerHost: n.cfg.PerHost,
 		Now:             n.cfg.Now,
 		DialFault:       n.cfg.dialFault,
+		Resolver:        n.cfg.resolver,
 	})
 	if err != nil {
 		return fmt.Errorf("fetch client: %w", err)
@@ -453,6 +487,7 @@ func (n *Node) openStages() error {
 		Dir:              n.dir.WARCDir(),
 		NodeName:         n.dir.Node,
 		MaxFileSize:      n.cfg.WARCMaxFileSize,
+		MaxFileAge:       n.cfg.RotateEvery,
 		CompressionLevel: n.cfg.WARCGzipLevel,
 		Software:         "crawlnode/0.1",
 		Now:              n.cfg.Now,
@@ -475,6 +510,7 @@ func (n *Node) openStages() error {
 		Filters:        n.cfg.Filters,
 		NoMarkdown:     n.cfg.NoMarkdown,
 		PDF:            pdf,
+		ShardMaxAge:    n.cfg.RotateEvery,
 		Now:            n.cfg.Now,
 		Logger:         n.cfg.Logger,
 		Hold:           n.diskShort,
@@ -540,6 +576,8 @@ func (n *Node) Run(ctx context.Context) error {
 	if err := n.stage.Start(stageCtx); err != nil {
 		return fmt.Errorf("start extract stage: %w", err)
 	}
+	stopUploader := n.runUploader()
+	defer stopUploader()
 
 	graceful, left := n.crawl(ctx)
 	if graceful && (n.cfg.ExitWhenDone || left) {
@@ -553,6 +591,8 @@ func (n *Node) Run(ctx context.Context) error {
 	if err := n.stage.Shutdown(shCtx); err != nil {
 		n.log.Warn("extract stage shutdown", "err", err)
 	}
+	stopUploader() // Flush ships the rest alone
+	n.flushOutputs(ctx, graceful && (n.cfg.ExitWhenDone || left) && ctx.Err() == nil)
 	return nil
 }
 
@@ -714,6 +754,7 @@ func (n *Node) maintain(ctx context.Context) {
 		case <-t.C:
 			n.rate.observe(n.cfg.Now(), n.stats.fetched.Load())
 			n.checkDisk()
+			n.checkUnshipped()
 		case <-gc.C:
 			for n.db.RunValueLogGC(0.5) == nil {
 			}
@@ -756,6 +797,9 @@ func (n *Node) closeStores() {
 	n.shutdownOnce.Do(func() {
 		if n.client != nil {
 			n.client.Close()
+		}
+		if n.uploader != nil {
+			n.uploader.Close()
 		}
 		if n.warc != nil {
 			if err := n.warc.Close(); err != nil {
@@ -817,6 +861,7 @@ type counters struct {
 	client4xx  atomic.Int64
 	server5xx  atomic.Int64
 	fetchErr   atomic.Int64 // transport errors
+	forbidden  atomic.Int64 // URLs refused by the address guard (also in fetchErr)
 	robotsDeny atomic.Int64
 	robotsReq  atomic.Int64
 	busy       atomic.Int64 // leases between Next and Done (in a fetch slot or waiting for their links' commit)

@@ -90,7 +90,13 @@ func Export(o ExportOptions) (ExportStats, error) {
 	if m == nil {
 		return st, fmt.Errorf("%s: %w", o.DataDir, ErrDataDirNotFound)
 	}
-	dir := &DataDir{Path: o.DataDir}
+	return exportDir(&DataDir{Path: o.DataDir}, o)
+}
+
+// exportDir writes the outputs found in dir's warc and corpus directories.
+func exportDir(dir *DataDir, o ExportOptions) (ExportStats, error) {
+	var st ExportStats
+	var err error
 	if o.Format == ExportMarkdown {
 		return st, exportMarkdown(dir, o, &st)
 	}

@@ -64,6 +64,12 @@ func (n *Node) robotsFor(ctx context.Context, scheme, hostKey string, l *frontie
 		return nil, frontier.Outcome{Kind: frontier.Requeue}, false
 	}
 	var r *fetch.Robots
+	if fetch.Classify(err) == fetch.ClassForbiddenAddress {
+		// The host's own address is refused: nothing was sent, and every URL of it is a
+		// dead letter of that class, this one now (a later one asks again: DNS may change).
+		ws.finished = time.Time{}
+		return nil, n.forbidden(l.URL, hostKey, err), false
+	}
 	if err != nil && n.net.failed(hostKey, err, ws.finished) {
 		// This node's network is down: robots.txt was not asked (netWatch).
 		n.front.DeferHost(hostKey, offlineRetry)

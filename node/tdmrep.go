@@ -124,7 +124,9 @@ func (n *Node) tdmFor(ctx context.Context, scheme, hostKey string, rules *fetch.
 			return nil, frontier.Outcome{Kind: frontier.Requeue, NoRequest: true}, false
 		}
 		if err != nil {
-			ws.finished = n.cfg.Now()
+			if fetch.Classify(err) != fetch.ClassForbiddenAddress {
+				ws.finished = n.cfg.Now()
+			} // else nothing was sent: the URL goes on at once (and meets the same refusal)
 			p = &tdmPolicy{FetchedAt: now}
 		} else {
 			ws.finished = resp.Finished

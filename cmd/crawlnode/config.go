@@ -121,9 +121,10 @@ var flagGroups = []struct {
 	{"Freshness and priority", []string{"recrawl", "recrawl-min", "recrawl-max", "revisit-share", "priority"}},
 	{"Politeness", []string{"delay", "per-host", "user-agent", "robots-retry"}},
 	{"Limits", []string{"max-depth", "max-pages-per-host", "concurrency", "timeout", "max-body", "retry-base", "min-free-disk", "bounded-memory"}},
-	{"Network", []string{"resolve", "dns", "dns-cache-ttl"}},
+	{"Network", []string{"resolve", "allow-ips", "dns", "dns-cache-ttl"}},
 	{"Cluster", []string{"name", "bind", "advertise", "raft", "join", "bootstrap-expect", "grace", "replica-interval", "cluster-profile", "internal-http"}},
 	{"Corpus", []string{"no-extract", "extract-workers", "extract-nice", "extract-defer-idle", "min-text-length", "max-link-density", "languages", "include-opt-out", "no-markdown"}},
+	{"Output store", []string{"output-store", "s3-endpoint", "rotate-every", "output-store-max-unshipped", "delete-after-upload"}},
 	{"API and output", []string{"warc-gzip-level", "http", "api-token", "log-level", "log-format", "quiet", "cpuprofile", "memprofile", "pprof", "goroutine-dump"}},
 }
 

@@ -234,3 +234,41 @@ func TestMaxDepthZero(t *testing.T) {
 		t.Errorf("--max-depth -1: err %v", err)
 	}
 }
+
+// --allow-ips comes from the file (a YAML list) and the environment (space-separated), or
+// from the command line (repeatable, comma-separated), which replaces them, as other lists; a bad range is a
+// usage error naming the value.
+func TestConfigAllowIPs(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "c.yaml")
+	os.WriteFile(file, []byte("allow-ips: [10.0.0.0/8, 'fd00::/8']\n"), 0o644)
+	got := func(args ...string) []string {
+		t.Helper()
+		f := newCrawlFlags("crawl")
+		if err := f.parse(args); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, p := range f.cfg.AllowIPs {
+			out = append(out, p.String())
+		}
+		return out
+	}
+	if g := got(); len(g) != 0 {
+		t.Errorf("default %v, want none (safe by default)", g)
+	}
+	if g := got("--config", file); !reflect.DeepEqual(g, []string{"10.0.0.0/8", "fd00::/8"}) {
+		t.Errorf("file: %v", g)
+	}
+	t.Setenv("CRAWLNODE_ALLOW_IPS", "192.168.0.0/16 172.16.5.4")
+	if g := got("--config", file); !reflect.DeepEqual(g, []string{"10.0.0.0/8", "fd00::/8", "192.168.0.0/16", "172.16.5.4/32"}) {
+		t.Errorf("file and environment: %v", g)
+	}
+	if g := got("--allow-ips", "127.0.0.0/8,::1", "--allow-ips", "100.64.0.0/10"); !reflect.DeepEqual(g, []string{"127.0.0.0/8", "::1/128", "100.64.0.0/10"}) {
+		t.Errorf("flags: %v", g)
+	}
+	f := newCrawlFlags("crawl")
+	if err := f.parse([]string{"--allow-ips", "intranet.example"}); err == nil || !strings.Contains(err.Error(), "intranet.example") {
+		t.Errorf("bad value: %v", err)
+	}
+}

@@ -50,6 +50,7 @@ type crawlFlags struct {
 	seeds       listFlag
 	seedsFile   string
 	resolve     listFlag
+	allowIPs    listFlag
 	dns         listFlag
 	logLevel    string
 	logFormat   string
@@ -89,6 +90,7 @@ func newCrawlFlags(name string) *crawlFlags {
 	fs.Var(&f.include, "include", "follow only links whose URL matches this regular expression (repeatable)")
 	fs.Var(&f.exclude, "exclude", "never follow links whose URL matches this regular expression (repeatable)")
 	fs.Var(&f.resolve, "resolve", "HOST=ADDR: connect to ADDR for HOST (exact name or *.suffix); repeatable")
+	fs.Var(&f.allowIPs, "allow-ips", "CIDR (or IP) the fetcher may connect to although it is loopback, private, link-local or reserved, e.g. an intranet; repeatable or comma-separated (default: public addresses only; --resolve targets are always allowed)")
 	fs.Var(&f.dns, "dns", "DNS server IP[:PORT] asked directly, answers cached for their TTL (repeatable or comma-separated; default: the system resolver)")
 	f.durationVar(&c.DNSCacheTTL, "dns-cache-ttl", 5*time.Minute, "longest time a DNS answer is cached")
 	f.durationVar(&c.FetchTimeout, "timeout", 30*time.Second, "timeout for one request, body included")
@@ -125,6 +127,7 @@ func newCrawlFlags(name string) *crawlFlags {
 	fs.BoolVar(&c.Pprof, "pprof", false, "serve Go's profiling endpoints under /debug/pprof/ on the HTTP API (e.g. go tool pprof http://ADDR/debug/pprof/profile?seconds=30)")
 	fs.StringVar(&f.memProfile, "memprofile", "", "write a heap profile at exit to this file")
 	fs.StringVar(&f.goroutines, "goroutine-dump", "", "on SIGUSR1, write the goroutines (grouped by stack, go tool pprof's debug=1 text) to this file, numbered by dump, and a heap profile to FILE.heap.N")
+	addOutputStoreFlags(f)
 	fs.Int64Var(&c.MinFreeDisk, "min-free-disk", 256<<20, "while the data directory's disk has fewer free bytes than this, pause fetching and extraction and refuse writes from peers and seeds (resumes by itself)")
 	fs.StringVar(&c.APIToken, "api-token", "", "bearer token required by every mutating API request, by --pprof's endpoints and by the export files (also CRAWLNODE_API_TOKEN)")
 	fs.StringVar(&c.HTTPAddr, "http", "127.0.0.1:7070", "HTTP API address (port 0: any free port, written to DIR/http.addr; empty: no API)")
@@ -156,6 +159,7 @@ func (f *crawlFlags) parse(args []string) error {
 		return err
 	}
 	f.dns.replace = true
+	f.allowIPs.replace = true
 	f.seeds.replace, f.resolve.replace, f.include.replace, f.exclude.replace, f.join.replace = true, true, true, true, true
 	if err := f.fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -196,12 +200,17 @@ func (f *crawlFlags) parse(args []string) error {
 		{f.gcHeadroom < 0, "gc-headroom", ">= 0"},
 		{c.Filters.MinTextLength < 0, "min-text-length", ">= 0"},
 		{c.Filters.MaxLinkDensity <= 0 || c.Filters.MaxLinkDensity > 1, "max-link-density", "in (0, 1]"},
+		{c.RotateEvery < 0, "rotate-every", ">= 0"},
+		{c.OutputStore.MaxUnshipped <= 0, "output-store-max-unshipped", "> 0"},
 	} {
 		if chk.bad {
 			return usageError{fmt.Sprintf("--%s must be %s", chk.flag, chk.want)}
 		}
 	}
 	c.RobotsRetryBase = f.robotsRetry
+	if err := checkOutputStoreFlags(c); err != nil {
+		return err
+	}
 	for _, j := range f.join.vals {
 		for _, a := range strings.Split(j, ",") {
 			if a = strings.TrimSpace(a); a != "" {
@@ -251,6 +260,18 @@ func (f *crawlFlags) parse(args []string) error {
 			return usageError{fmt.Sprintf("--resolve %q: %v", r, err)}
 		}
 		c.Resolve = append(c.Resolve, rule)
+	}
+	for _, v := range f.allowIPs.vals {
+		for _, a := range strings.Split(v, ",") {
+			if a = strings.TrimSpace(a); a == "" {
+				continue
+			}
+			p, err := fetch.ParseAllowIP(a)
+			if err != nil {
+				return usageError{fmt.Sprintf("--allow-ips %q: %v", a, err)}
+			}
+			c.AllowIPs = append(c.AllowIPs, p)
+		}
 	}
 	for _, v := range f.dns.vals {
 		for _, d := range strings.Split(v, ",") {

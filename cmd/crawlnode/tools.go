@@ -45,6 +45,7 @@ func runExport(args []string) error {
 	fs.StringVar(&apiBase, "api", "", "export the whole cluster through this node's API (http://HOST:PORT) instead of --data")
 	fs.StringVar(&apiToken, "api-token", os.Getenv("CRAWLNODE_API_TOKEN"), "with --api: the cluster's API token")
 	fs.BoolVar(&allowPartial, "allow-partial", false, "with --api: when a member cannot be read, export the others and name it (default: fail, write nothing)")
+	storeFlags := addStoreExportFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -60,11 +61,18 @@ func runExport(args []string) error {
 	if o.Format == node.ExportMarkdown && o.Out == "-" {
 		return usageError{"export: --format markdown writes a directory: --out DIR"}
 	}
+	if storeFlags.from != "" {
+		if apiBase != "" {
+			return usageError{"export: give --from or --api, not both"}
+		}
+		return runExportFrom(storeFlags, o)
+	}
 	if apiBase != "" {
 		return runExportAPI(apiBase, apiToken, allowPartial, o)
 	}
 	st, err := node.Export(o)
 	printDamage(o.Format, st.Damaged)
+	warnStoreOnly(o.DataDir)
 	if err != nil {
 		return err
 	}
