@@ -694,7 +694,8 @@ const diskPause = 3 * time.Second
 // and says so once per pause.
 func (n *Node) pauseForDisk(err error) {
 	until := n.cfg.Now().Add(diskPause).UnixNano()
-	if prev := n.pausedUntil.Swap(until); prev < n.cfg.Now().UnixNano() {
+	n.pausedUntil.Store(until)
+	if prev := n.diskUntil.Swap(until); prev < n.cfg.Now().UnixNano() {
 		n.log.Error("disk full: fetching, extraction and writes from peers and seeds paused; they resume by themselves once space is free", "data", n.dir.Path, "retry_in", diskPause, "err", err)
 	}
 }
@@ -705,7 +706,7 @@ func (n *Node) pauseForDisk(err error) {
 // the extract stage waits, so the node applies back-pressure instead of failing a Badger
 // write half-way (Badger's memtable is a memory-mapped file: a full disk under it can fault).
 func (n *Node) diskShort() bool {
-	return n.pausedUntil.Load() > n.cfg.Now().UnixNano()
+	return n.diskUntil.Load() > n.cfg.Now().UnixNano()
 }
 
 // errDiskFull is the seeds API's answer while the disk is short: 507, nothing queued.

@@ -349,6 +349,9 @@ type Node struct {
 	internalAddr atomic.Value // string: the internal listener's bound address, if any
 	// pausedUntil (unix ns): no new leases before it (the disk filled up).
 	pausedUntil atomic.Int64
+	// diskUntil (unix ns): the disk is short until then (pauseForDisk); unlike pausedUntil,
+	// which the output store's bound also sets, it stops every writer (diskShort).
+	diskUntil atomic.Int64
 	// unrecorded holds a token for each finished lease handed to the committers and not
 	// yet recorded (capacity commitQueue): see commitQueue.
 	unrecorded chan struct{}
@@ -776,6 +779,7 @@ func (n *Node) checkDisk() {
 		n.lowDisk.Store(true)
 	} else if n.lowDisk.Swap(false) {
 		n.pausedUntil.Store(0)
+		n.diskUntil.Store(0)
 		n.log.Warn("disk space back: fetching, extraction and writes resume", "free_mib", free>>20)
 	}
 }
