@@ -157,7 +157,14 @@ type Config struct {
 	Decider Decider
 	// DecideBatch is the most pages one Decider call decides. Default 64.
 	DecideBatch int
+	// Hold, when set, is asked before each page: while it returns true the workers wait,
+	// holding the page, and ask again every HoldPoll (the node's disk is full: the record
+	// and its commit would have nowhere to go). Default nil: never hold.
+	Hold func() bool
 }
+
+// HoldPoll is how often a held worker asks Config.Hold again.
+const HoldPoll = 200 * time.Millisecond
 
 func (c *Config) setDefaults() {
 	if c.Workers <= 0 {
@@ -297,6 +304,7 @@ const (
 	RejectLinkDensity   = "link_density"  // main text's link density > MaxLinkDensity
 	RejectLanguage      = "language"      // language not in Languages
 	RejectExtractFailed = "extract_error" // the extractor failed
+	RejectExtractPanic  = "extract_panic" // the extractor panicked on the page (logged with a stack); never retried
 )
 
 // Opt-out signals (Record.OptOut).

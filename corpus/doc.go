@@ -157,6 +157,16 @@
 // big document's memory is returned. At most Workers+1 instances exist (one a worker, one
 // for Stage.Page).
 //
+// A page that panics the extractor (the HTML parser, go-trafilatura, the Markdown converter,
+// the language detector or our own walk of the DOM) is recovered in extractor.run: it gets a
+// record rejected "extract_panic" (detail: the panic's message), one error log line with the
+// URL, the WARC location and the first 4 KiB of the stack, and a count in
+// Stats.ExtractPanics (the node's extract_panics_total). Its job is committed and deleted like
+// any other, so it is never retried: a page that panics once would panic again at every
+// restart and take the node down each time. The Markdown converter keeps its own recover
+// (the page loses its Markdown, keeps its text). TestStageExtractPanic plants a page that
+// panics through an unexported hook (no real input is known to panic these libraries).
+//
 // Limits and reasons (Record.Rejected; the record keeps its WARC location either way):
 // a body over PDFConfig.MaxBytes (default 32 MiB) is "too_large" unopened; a document
 // that needs a password or an unknown security handler is "pdf_encrypted" (one with an
@@ -198,6 +208,11 @@
 //
 // Record format: shards carry no version number; fields are only ever added, with omitempty,
 // so shards written before Markdown existed read as records with an empty Markdown.
+//
+// Back-pressure: Config.Hold (the node's "disk full") is asked before each page; while it
+// says so the workers wait, holding their page, so no record or commit meets a full disk;
+// the backlog stays queued and Enqueue pushes back on the fetch stage as usual
+// (TestStageHold).
 //
 // Crash safety (at-least-once, made exactly-once by URL + fetch time on recovery):
 //

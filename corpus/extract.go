@@ -5,10 +5,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"log/slog"
 	"net/url"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
 
@@ -31,12 +34,24 @@ type extractor struct {
 	md *converter.Converter
 	// pdf extracts PDFs; nil with PDFConfig.Disabled.
 	pdf *pdfEngine
+	// log gets one line for each page that panics the extractor.
+	log *slog.Logger
+	// panics counts the pages that panicked the extractor since the start (Stats.ExtractPanics);
+	// a pointer so that copies of the extractor (Stage.Page) count in the same place.
+	panics *atomic.Int64
+	// beforeParse, when set (tests only), runs on every HTML page just before it is parsed:
+	// a hook that panics stands for a page that panics the parser or an extractor after it.
+	beforeParse func(j *Job)
 }
 
 func newExtractor(cfg *Config) *extractor {
 	var md *converter.Converter
 	if !cfg.NoMarkdown {
 		md = newMarkdownConverter()
+	}
+	logger := slog.New(slog.DiscardHandler)
+	if cfg.Logger != nil {
+		logger = cfg.Logger.With("component", "corpus")
 	}
 	var pdf *pdfEngine
 	if !cfg.PDF.Disabled {
@@ -50,6 +65,8 @@ func newExtractor(cfg *Config) *extractor {
 		maxBody:  cfg.MaxBodyBytes,
 		md:       md,
 		pdf:      pdf,
+		log:      logger,
+		panics:   new(atomic.Int64),
 	}
 }
 
@@ -120,7 +137,48 @@ func (e *extractor) analyzeFull(j *Job, body []byte) analysis {
 	return e.run(j, body, false)
 }
 
-func (e *extractor) run(j *Job, body []byte, useShortcut bool) analysis {
+// run is runPage under recover(): a page that panics anything in its extraction (the HTML
+// parser, go-trafilatura, the Markdown converter, the language detector, our own walk) gets a
+// record rejected "extract_panic" instead of taking the node down. The record is written and
+// the job deleted like any other, so the page is never retried: a page that panics once would
+// panic again, at every restart.
+func (e *extractor) run(j *Job, body []byte, useShortcut bool) (a analysis) {
+	defer func() {
+		if p := recover(); p != nil {
+			a = e.panicked(j, p)
+		}
+	}()
+	return e.runPage(j, body, useShortcut)
+}
+
+// maxPanicStack bounds the stack logged for a page that panicked the extractor.
+const maxPanicStack = 4 << 10
+
+// panicked is the analysis of a page whose extraction panicked with p: a bare record with
+// its own reason, one log line with the URL and the start of the stack, and the counter.
+func (e *extractor) panicked(j *Job, p any) analysis {
+	stack := debug.Stack()
+	if len(stack) > maxPanicStack {
+		stack = stack[:maxPanicStack]
+	}
+	e.panics.Add(1)
+	e.log.Error("extractor panicked on a page: recorded as rejected, not retried",
+		"url", j.URL, "warc", j.WARCFile, "offset", j.WARCOffset, "panic", fmt.Sprint(p), "stack", string(stack))
+	rec := baseRecord(j)
+	rec.Rejected, rec.RejectDetail = RejectExtractPanic, truncateDetail(fmt.Sprint(p))
+	return analysis{rec: rec}
+}
+
+// truncateDetail keeps a panic's message short enough for a record.
+func truncateDetail(s string) string {
+	const max = 200
+	if len(s) <= max {
+		return s
+	}
+	return strings.ToValidUTF8(s[:max], "")
+}
+
+func (e *extractor) runPage(j *Job, body []byte, useShortcut bool) analysis {
 	rec := baseRecord(j)
 	a := analysis{}
 	reject := func(reason, detail string) analysis {
@@ -145,6 +203,9 @@ func (e *extractor) run(j *Job, body []byte, useShortcut bool) analysis {
 		return reject(RejectTooLarge, strconv.Itoa(len(body)))
 	}
 
+	if e.beforeParse != nil {
+		e.beforeParse(j)
+	}
 	doc, err := parseHTML(body, j.ContentType)
 	if err != nil {
 		return reject(RejectParse, err.Error())

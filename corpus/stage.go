@@ -34,6 +34,9 @@ type Stats struct {
 	NearDup   int64
 	OptedOut  int64            // pages with at least one opt-out signal (kept or not)
 	Rejected  map[string]int64 // by reason
+	// ExtractPanics counts this run's pages that panicked the extractor (each also counts in
+	// Rejected["extract_panic"], which survives restarts).
+	ExtractPanics int64
 	// PagesPerSec is this run's processed pages per wall-clock second since Start.
 	PagesPerSec float64
 	// PagesPerCoreSec is pages per second of one worker's busy time (load + extraction), i.e. the
@@ -457,11 +460,27 @@ func (s *Stage) worker(ctx context.Context) {
 			// start whatever came next without asking again.
 			s.gate.wait(ctx, s.gateOpen)
 		}
+		s.holdWhile(ctx)
 		start := time.Now()
 		r := result{seq: d.seq}
 		r.a, r.dropped = s.process(ctx, &d.job)
 		r.busy = time.Since(start)
 		s.results <- r // the committer reads until this channel is closed
+	}
+}
+
+// holdWhile blocks while Config.Hold says so, or until ctx ends (the page is then dropped
+// by process and stays queued).
+func (s *Stage) holdWhile(ctx context.Context) {
+	if s.cfg.Hold == nil {
+		return
+	}
+	for s.cfg.Hold() {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(HoldPoll):
+		}
 	}
 }
 
@@ -867,6 +886,7 @@ func (s *Stage) Stats() Stats {
 
 		DecideFailures: s.decideFails.Load(),
 	}
+	st.ExtractPanics = s.extractor.panics.Load()
 	if s.gate != nil {
 		st.Held, st.HeldSpells = time.Duration(s.gate.held.Load()), s.gate.closes.Load()
 	}

@@ -95,6 +95,9 @@ func (b apiBackend) PeerStatuses(ctx context.Context) ([]api.Status, []string, b
 // capped at MaxDepth). Within a host, shallower URLs still come first.
 func (b apiBackend) AddSeeds(ctx context.Context, seeds api.SeedBatch) (api.SeedResult, error) {
 	n := b.node
+	if n.diskShort() {
+		return api.SeedResult{}, n.errDiskFull()
+	}
 	depth := 0
 	if seeds.CrawlDepth != nil {
 		depth = max(0, n.cfg.MaxDepth-*seeds.CrawlDepth)

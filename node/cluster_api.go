@@ -9,10 +9,12 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/crawlnode/crawlnode/api"
 	"github.com/crawlnode/crawlnode/cluster"
 	"github.com/crawlnode/crawlnode/dedup"
+	"github.com/crawlnode/crawlnode/forward"
 	"github.com/crawlnode/crawlnode/gossip"
 	"github.com/crawlnode/crawlnode/replica"
 	"github.com/crawlnode/crawlnode/ring"
@@ -29,7 +31,34 @@ func (n *Node) internalHandler() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "no route %s %s", r.Method, r.URL.Path)
 	})
-	return api.RequireToken(n.cfg.APIToken, mux)
+	return api.RequireToken(n.cfg.APIToken, n.refuseWhenDiskFull(mux))
+}
+
+// diskRetryAfter is the Retry-After of a write refused for a full disk (the free-space
+// check runs every second; diskPause renews the pause).
+const diskRetryAfter = "3"
+
+// refuseWhenDiskFull answers 503 disk_full, before reading the body, to the node-to-node
+// writes (forwarded links, partition imports, replica rounds) while the disk is short
+// (diskShort), and to duplicate decisions (they write the owner's keys). Their senders keep
+// what they sent and try again: the links sender keeps its outbox and backs the peer off, a
+// handoff or sweep keeps the partition and retries, a replica source resends from the last
+// version acknowledged, a decider asks again with backoff while its jobs stay queued. Reads
+// pass.
+func (n *Node) refuseWhenDiskFull(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && n.diskShort() && diskWriteRoute(r.URL.Path) {
+			w.Header().Set("Retry-After", diskRetryAfter)
+			writeError(w, http.StatusServiceUnavailable, "disk_full", "%s: the data directory's disk is full; retry later", n.dir.Node)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// diskWriteRoute tells the internal routes that write what a peer sends.
+func diskWriteRoute(path string) bool {
+	return path == forward.LinksPath || path == replica.Path || path == dedup.Path || strings.HasPrefix(path, "/internal/v1/partitions/")
 }
 
 // internalOnly is the handler of a separate internal listener: the node-to-node

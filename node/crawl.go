@@ -3,12 +3,14 @@ package node
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/crawlnode/crawlnode/api"
 	"github.com/crawlnode/crawlnode/archive"
 	"github.com/crawlnode/crawlnode/corpus"
 	"github.com/crawlnode/crawlnode/fetch"
@@ -688,12 +690,29 @@ const blockedRecheck = 5 * time.Second
 // renews it every second while space stays short).
 const diskPause = 3 * time.Second
 
-// pauseForDisk stops new leases for diskPause and says so once per pause.
+// pauseForDisk stops new leases (and, through diskShort, every other writer) for diskPause
+// and says so once per pause.
 func (n *Node) pauseForDisk(err error) {
 	until := n.cfg.Now().Add(diskPause).UnixNano()
-	if prev := n.pausedUntil.Swap(until); prev < n.cfg.Now().UnixNano() {
-		n.log.Error("disk full: fetching paused; it resumes by itself once space is free", "data", n.dir.Path, "retry_in", diskPause, "err", err)
+	n.pausedUntil.Store(until)
+	if prev := n.diskUntil.Swap(until); prev < n.cfg.Now().UnixNano() {
+		n.log.Error("disk full: fetching, extraction and writes from peers and seeds paused; they resume by themselves once space is free", "data", n.dir.Path, "retry_in", diskPause, "err", err)
 	}
+}
+
+// diskShort tells whether the disk is (nearly) full: free space under MinFreeDisk, or a
+// write failed with ENOSPC less than diskPause ago. Every writer that takes work from
+// outside (links from peers, partition imports, replica rounds, seeds) refuses it then, and
+// the extract stage waits, so the node applies back-pressure instead of failing a Badger
+// write half-way (Badger's memtable is a memory-mapped file: a full disk under it can fault).
+func (n *Node) diskShort() bool {
+	return n.diskUntil.Load() > n.cfg.Now().UnixNano()
+}
+
+// errDiskFull is the seeds API's answer while the disk is short: 507, nothing queued.
+func (n *Node) errDiskFull() error {
+	return &api.Error{Status: http.StatusInsufficientStorage, Code: "disk_full",
+		Message: fmt.Sprintf("the data directory's disk is full (under --min-free-disk %d MiB free): nothing was queued; retry once space is freed", n.cfg.MinFreeDisk>>20)}
 }
 
 // waitPause blocks while intake is paused (full disk, or an operator's pause). It returns

@@ -108,6 +108,24 @@
 // changed page is archived, parsed and sent to the corpus as a new version. Sitemaps'
 // changefreq and lastmod give a page's first interval (ChangeHint).
 //
+// # A full disk
+//
+// The free-space check (every second; --min-free-disk, default 256 MiB) and any write that
+// failed with ENOSPC or EDQUOT mark the disk short for diskPause (renewed while it stays
+// short). Badger's memtable is a memory-mapped file, where running out of space faults
+// rather than fails, so the node stops every writer well before the disk is full rather
+// than handling the failure: fetching pauses (a WARC write that fails anyway puts its URL
+// back, uncounted); the internal routes that write what a peer sends (forwarded links,
+// partition imports, replica rounds) answer 503 disk_full with Retry-After before reading
+// the body, and their senders keep what they sent (the outbox backs the peer off, a
+// handoff or sweep keeps the partition and tries again, a replica source resends from its
+// last acknowledged version); POST /v1/crawl/seeds answers 507 disk_full and queues
+// nothing; the extract stage's workers wait (corpus.Config.Hold); the group commit retries
+// its writes with backoff. The node itself keeps running, serves reads and resumes every
+// writer once the check sees space again. Decision: 503 for peers (a temporary state
+// their retry loops already handle) and 507 for the operator's seeds (the status HTTP has
+// for exactly this, which a person reads as "free some space").
+//
 // # The cluster layer
 //
 // Package cluster's doc draws how a node takes part in a crawl with its peers (fence,

@@ -135,6 +135,7 @@ func (r registrar) crawl(n *Node) {
 	r.gauge("fetches_in_flight", "Fetch slots fetching (robots, fetch, archive, parse), not waiting for their links' commit.", func() float64 { return float64(st.slots.Load()) })
 	r.gauge("leases_awaiting_commit", "Fetch slots whose fetch is over, waiting for the group commit of their links and extract job.", func() float64 { return float64(st.busy.Load() - st.slots.Load()) })
 	r.gauge("extract_backlog", "Pages waiting for text extraction.", func() float64 { return float64(n.stage.Backlog()) })
+	r.counter("extract_panics_total", "Pages that panicked the text extractor this run: each got a record rejected extract_panic and is not retried.", nil, func() float64 { return float64(n.stage.Stats().ExtractPanics) })
 	r.counter("extract_held_seconds_total", "Time extract workers held a page back, waiting for the machine to leave CPU idle (--extract-defer-idle).", nil, func() float64 { return n.stage.Stats().Held.Seconds() })
 	r.gauge("crawl_rate_pages_per_second", "Responses recorded per second over the last minute.", func() float64 { return n.rate.perSecond() })
 	r.gauge("fetching_paused", "1 while fetching is paused (low disk space).", func() float64 {

@@ -158,6 +158,9 @@ type Config struct {
 	// where running out of space is a crash rather than an error, so the node stops well
 	// before that. Default 256 MiB; negative: no check.
 	MinFreeDisk int64
+	// freeDisk, when set (tests only), stands in for statfs of the data directory: the
+	// free bytes the free-space check sees.
+	freeDisk func() (int64, error)
 	// HTTPAddr is where the API listens ("host:port"; port 0 picks one, recorded in the
 	// data directory's http.addr). Empty: no API.
 	HTTPAddr string
@@ -349,6 +352,9 @@ type Node struct {
 	internalAddr atomic.Value // string: the internal listener's bound address, if any
 	// pausedUntil (unix ns): no new leases before it (the disk filled up).
 	pausedUntil atomic.Int64
+	// diskUntil (unix ns): the disk is short until then (pauseForDisk); unlike pausedUntil,
+	// which the output store's bound also sets, it stops every writer (diskShort).
+	diskUntil atomic.Int64
 	// unrecorded holds a token for each finished lease handed to the committers and not
 	// yet recorded (capacity commitQueue): see commitQueue.
 	unrecorded chan struct{}
@@ -524,6 +530,7 @@ func (n *Node) openStages() error {
 		ShardMaxAge:    n.cfg.RotateEvery,
 		Now:            n.cfg.Now,
 		Logger:         n.cfg.Logger,
+		Hold:           n.diskShort,
 	})
 	if err != nil {
 		return fmt.Errorf("open extract stage: %w", err)
@@ -781,18 +788,31 @@ func (n *Node) checkDisk() {
 	if n.cfg.MinFreeDisk < 0 {
 		return
 	}
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(n.dir.Path, &st); err != nil {
+	free, err := n.freeBytes()
+	if err != nil {
 		return
 	}
-	free := int64(st.Bavail) * int64(st.Bsize)
 	if free < n.cfg.MinFreeDisk {
 		n.pauseForDisk(fmt.Errorf("%d MiB free, under the %d MiB minimum", free>>20, n.cfg.MinFreeDisk>>20))
 		n.lowDisk.Store(true)
 	} else if n.lowDisk.Swap(false) {
 		n.pausedUntil.Store(0)
-		n.log.Warn("disk space back: fetching resumes", "free_mib", free>>20)
+		n.diskUntil.Store(0)
+		n.log.Warn("disk space back: fetching, extraction and writes resume", "free_mib", free>>20)
 	}
+}
+
+// freeBytes is the free space of the data directory's file system (for an unprivileged
+// user: Bavail).
+func (n *Node) freeBytes() (int64, error) {
+	if n.cfg.freeDisk != nil {
+		return n.cfg.freeDisk()
+	}
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(n.dir.Path, &st); err != nil {
+		return 0, err
+	}
+	return int64(st.Bavail) * int64(st.Bsize), nil
 }
 
 func (n *Node) closeStores() {
