@@ -16,7 +16,6 @@ package node
 
 import (
 	"bufio"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -25,8 +24,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-
-	"github.com/klauspost/compress/zstd"
 
 	"github.com/crawlnode/crawlnode/archive"
 	"github.com/crawlnode/crawlnode/corpus"
@@ -135,33 +132,9 @@ func eachWinner(ds []*DataDir, o ExportOptions, st *ExportStats, fn func(*corpus
 }
 
 func mergeJSONL(ds []*DataDir, o ExportOptions, w io.Writer, st *ExportStats) error {
-	var enc io.WriteCloser
-	if strings.HasSuffix(o.Out, ".zst") {
-		zw, err := zstd.NewWriter(w)
-		if err != nil {
-			return err
-		}
-		enc, w = zw, zw
-	}
-	bw := bufio.NewWriterSize(w, 256<<10)
-	err := eachWinner(ds, o, st, func(r *corpus.Record) error {
-		b, err := json.Marshal(r)
-		if err != nil {
-			return err
-		}
-		st.Records++
-		bw.Write(b)
-		return bw.WriteByte('\n')
+	return writeJSONL(o, w, st, func(emit func(*corpus.Record) error) error {
+		return eachWinner(ds, o, st, emit)
 	})
-	if ferr := bw.Flush(); err == nil {
-		err = ferr
-	}
-	if enc != nil {
-		if cerr := enc.Close(); err == nil {
-			err = cerr
-		}
-	}
-	return err
 }
 
 func mergeMarkdown(ds []*DataDir, o ExportOptions, st *ExportStats) error {

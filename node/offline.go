@@ -136,6 +136,20 @@ func exportDir(dir *DataDir, o ExportOptions) (ExportStats, error) {
 }
 
 func exportJSONL(dir *DataDir, o ExportOptions, w io.Writer, st *ExportStats) error {
+	return writeJSONL(o, w, st, func(emit func(*corpus.Record) error) error {
+		return corpus.ReadShards(dir.CorpusDir(), func(r corpus.Record) error {
+			if (r.DuplicateOf != "" && !o.IncludeDuplicates) || (r.Rejected != "" && !o.IncludeRejected) {
+				st.Skipped++
+				return nil
+			}
+			return emit(&r)
+		})
+	})
+}
+
+// writeJSONL writes the records each emits as JSON lines to w, zstd-compressed when o.Out
+// ends in .zst; export --data and the cluster's merge (export --api, --from) share it.
+func writeJSONL(o ExportOptions, w io.Writer, st *ExportStats, each func(emit func(*corpus.Record) error) error) error {
 	var enc io.WriteCloser
 	if strings.HasSuffix(o.Out, ".zst") {
 		zw, err := zstd.NewWriter(w)
@@ -144,12 +158,8 @@ func exportJSONL(dir *DataDir, o ExportOptions, w io.Writer, st *ExportStats) er
 		}
 		enc, w = zw, zw
 	}
-	bw := bufio.NewWriter(w)
-	err := corpus.ReadShards(dir.CorpusDir(), func(r corpus.Record) error {
-		if (r.DuplicateOf != "" && !o.IncludeDuplicates) || (r.Rejected != "" && !o.IncludeRejected) {
-			st.Skipped++
-			return nil
-		}
+	bw := bufio.NewWriterSize(w, 256<<10)
+	err := each(func(r *corpus.Record) error {
 		b, err := json.Marshal(r)
 		if err != nil {
 			return err
