@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+
+	"github.com/crawlnode/crawlnode/internal/httpjson"
 )
 
 // Path is the internal endpoint an owner serves Handler on.
@@ -70,16 +72,16 @@ func Handler(store *Store, leases Leases) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxWireBytes))
 		if err != nil {
-			httpError(w, http.StatusRequestEntityTooLarge, "too_large", err.Error())
+			httpjson.WriteError(w, http.StatusRequestEntityTooLarge, "too_large", "%s", err.Error())
 			return
 		}
 		var req Request
 		if err := json.Unmarshal(body, &req); err != nil {
-			httpError(w, http.StatusBadRequest, "corrupt", err.Error())
+			httpjson.WriteError(w, http.StatusBadRequest, "corrupt", "%s", err.Error())
 			return
 		}
 		if len(req.Ops) > MaxWireOps {
-			httpError(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("%d operations, max %d", len(req.Ops), MaxWireOps))
+			httpjson.WriteError(w, http.StatusRequestEntityTooLarge, "too_large", "%d operations, max %d", len(req.Ops), MaxWireOps)
 			return
 		}
 		parts := make(map[uint16]uint64, len(req.Parts))
@@ -88,7 +90,7 @@ func Handler(store *Store, leases Leases) http.Handler {
 		}
 		for i := range req.Ops {
 			if _, ok := parts[req.Ops[i].Part]; !ok {
-				httpError(w, http.StatusBadRequest, "corrupt", fmt.Sprintf("operation %d: partition %d not in the request", i, req.Ops[i].Part))
+				httpjson.WriteError(w, http.StatusBadRequest, "corrupt", "operation %d: partition %d not in the request", i, req.Ops[i].Part)
 				return
 			}
 		}
@@ -101,24 +103,16 @@ func Handler(store *Store, leases Leases) http.Handler {
 		switch {
 		case len(refused) > 0:
 			slices.Sort(refused)
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusConflict)
-			_ = json.NewEncoder(w).Encode(refusal{Code: "not_owner", Refused: refused})
+			httpjson.Write(w, http.StatusConflict, refusal{Code: "not_owner", Refused: refused})
 		case errors.Is(err, ErrBadOp):
-			httpError(w, http.StatusBadRequest, "bad_op", err.Error())
+			httpjson.WriteError(w, http.StatusBadRequest, "bad_op", "%s", err.Error())
 		case err != nil:
-			httpError(w, http.StatusInternalServerError, "apply_failed", err.Error())
+			httpjson.WriteError(w, http.StatusInternalServerError, "apply_failed", "%s", err.Error())
 		default:
 			w.Header().Set("Content-Type", "application/json")
 			_ = json.NewEncoder(w).Encode(Response{Results: res})
 		}
 	})
-}
-
-func httpError(w http.ResponseWriter, status int, code, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]string{"code": code, "error": msg})
 }
 
 // post sends req to base+Path and returns the results and the bytes sent and received.
