@@ -118,7 +118,7 @@ func eachWinner(ds []*DataDir, o ExportOptions, st *ExportStats, fn func(*corpus
 			if !mine {
 				return nil // another record of this URL represents it
 			}
-			if (r.DuplicateOf != "" && !o.IncludeDuplicates) || (r.Rejected != "" && !o.IncludeRejected) {
+			if !o.keeps(&r) {
 				st.Skipped++
 				return nil
 			}
@@ -138,22 +138,8 @@ func mergeJSONL(ds []*DataDir, o ExportOptions, w io.Writer, st *ExportStats) er
 }
 
 func mergeMarkdown(ds []*DataDir, o ExportOptions, st *ExportStats) error {
-	tree, err := corpus.NewMarkdownTree(o.Out)
-	if err != nil {
-		return fmt.Errorf("export: %w", err)
-	}
-	defer tree.Close()
-	return eachWinner(ds, o, st, func(r *corpus.Record) error {
-		rel, err := tree.Write(r)
-		if err != nil {
-			return err
-		}
-		if rel == "" {
-			st.Skipped++ // no text to write
-			return nil
-		}
-		st.Records++
-		return nil
+	return writeMarkdown(o, st, func(emit func(*corpus.Record) error) error {
+		return eachWinner(ds, o, st, emit)
 	})
 }
 

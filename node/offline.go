@@ -137,13 +137,7 @@ func exportDir(dir *DataDir, o ExportOptions) (ExportStats, error) {
 
 func exportJSONL(dir *DataDir, o ExportOptions, w io.Writer, st *ExportStats) error {
 	return writeJSONL(o, w, st, func(emit func(*corpus.Record) error) error {
-		return corpus.ReadShards(dir.CorpusDir(), func(r corpus.Record) error {
-			if (r.DuplicateOf != "" && !o.IncludeDuplicates) || (r.Rejected != "" && !o.IncludeRejected) {
-				st.Skipped++
-				return nil
-			}
-			return emit(&r)
-		})
+		return eachKept(dir, o, st, emit)
 	})
 }
 
@@ -185,17 +179,21 @@ func exportMarkdown(dir *DataDir, o ExportOptions, st *ExportStats) error {
 	if o.Out == "-" {
 		return fmt.Errorf("%w: export markdown writes a directory: give --out DIR", ErrBadConfig)
 	}
+	return writeMarkdown(o, st, func(emit func(*corpus.Record) error) error {
+		return eachKept(dir, o, st, emit)
+	})
+}
+
+// writeMarkdown writes the records each emits as a Markdown tree under o.Out (a record
+// without text is skipped); export --data and the cluster's merge share it.
+func writeMarkdown(o ExportOptions, st *ExportStats, each func(emit func(*corpus.Record) error) error) error {
 	tree, err := corpus.NewMarkdownTree(o.Out)
 	if err != nil {
 		return fmt.Errorf("export: %w", err)
 	}
 	defer tree.Close()
-	return corpus.ReadShards(dir.CorpusDir(), func(r corpus.Record) error {
-		if (r.DuplicateOf != "" && !o.IncludeDuplicates) || (r.Rejected != "" && !o.IncludeRejected) {
-			st.Skipped++
-			return nil
-		}
-		rel, err := tree.Write(&r)
+	return each(func(r *corpus.Record) error {
+		rel, err := tree.Write(r)
 		if err != nil {
 			return err
 		}
@@ -206,6 +204,23 @@ func exportMarkdown(dir *DataDir, o ExportOptions, st *ExportStats) error {
 		st.Records++
 		return nil
 	})
+}
+
+// eachKept calls emit for each record of dir's shards that o keeps (duplicates and
+// rejected pages only when asked), counting the others as skipped.
+func eachKept(dir *DataDir, o ExportOptions, st *ExportStats, emit func(*corpus.Record) error) error {
+	return corpus.ReadShards(dir.CorpusDir(), func(r corpus.Record) error {
+		if !o.keeps(&r) {
+			st.Skipped++
+			return nil
+		}
+		return emit(&r)
+	})
+}
+
+// keeps tells whether the export writes r: duplicates and rejected pages only when asked.
+func (o ExportOptions) keeps(r *corpus.Record) bool {
+	return (r.DuplicateOf == "" || o.IncludeDuplicates) && (r.Rejected == "" || o.IncludeRejected)
 }
 
 func warcFiles(dir *DataDir) ([]string, error) {
