@@ -231,7 +231,7 @@ func parseRecord(data []byte) (*Record, error) {
 	if err != nil || n < 0 {
 		return nil, bad("bad Content-Length %q", get("Content-Length"))
 	}
-	if int64(len(rest)) < n+4 || !bytes.Equal(rest[n:], []byte("\r\n\r\n")) {
+	if n > int64(len(rest))-4 || !bytes.Equal(rest[n:], []byte("\r\n\r\n")) { // no n+4: it overflows
 		return nil, bad("block of %d bytes not followed by CRLF CRLF at end of member", n)
 	}
 	block := rest[:n]
