@@ -55,6 +55,15 @@ func ReadResponse(dir string, loc Location) (*Record, error) {
 		return nil, ioErr("open", path, err)
 	}
 	defer func() { _ = f.Close() }()
+	// A location from a damaged index or store may name any length: allocate only what the
+	// file can hold.
+	st, err := f.Stat()
+	if err != nil {
+		return nil, ioErr("stat", path, err)
+	}
+	if loc.Offset > st.Size() || loc.Length > st.Size()-loc.Offset {
+		return nil, fmt.Errorf("%w: %s at offset %d: file ends inside the record", ErrTruncated, path, loc.Offset)
+	}
 	raw := make([]byte, loc.Length)
 	if n, err := f.ReadAt(raw, loc.Offset); n < len(raw) {
 		if errors.Is(err, io.EOF) {
