@@ -208,6 +208,15 @@ func validFieldName(s string) bool {
 
 var codingNames = []string{"gzip", "x-gzip", "deflate", "deflate-raw", "br", "identity"}
 
+// Encoders reused across fuzz inputs (a fresh brotli or flate writer allocates megabytes,
+// which made each input cost most of a second).
+var (
+	fuzzGzipW     = gzip.NewWriter(nil)
+	fuzzZlibW     = zlib.NewWriter(nil)
+	fuzzFlateW, _ = flate.NewWriter(nil, flate.BestSpeed)
+	fuzzBrW       = brotli.NewWriterOptions(nil, brotli.WriterOptions{Quality: 1, LGWin: 16})
+)
+
 // encodeWith applies one content coding; "deflate-raw" is deflate without the zlib
 // wrapper, which some servers send as "deflate".
 func encodeWith(t *testing.T, coding string, data []byte) []byte {
@@ -215,17 +224,17 @@ func encodeWith(t *testing.T, coding string, data []byte) []byte {
 	var w io.WriteCloser
 	switch coding {
 	case "gzip", "x-gzip":
-		w = gzip.NewWriter(&b)
+		fuzzGzipW.Reset(&b)
+		w = fuzzGzipW
 	case "deflate":
-		w = zlib.NewWriter(&b)
+		fuzzZlibW.Reset(&b)
+		w = fuzzZlibW
 	case "deflate-raw":
-		fw, err := flate.NewWriter(&b, flate.DefaultCompression)
-		if err != nil {
-			t.Fatal(err)
-		}
-		w = fw
+		fuzzFlateW.Reset(&b)
+		w = fuzzFlateW
 	case "br":
-		w = brotli.NewWriter(&b)
+		fuzzBrW.Reset(&b)
+		w = fuzzBrW
 	default:
 		return data
 	}
