@@ -144,18 +144,29 @@ func (c *countReader) Read(p []byte) (int, error) {
 // consumes past the end of a member and member boundaries are exact: bytes read minus bytes
 // still buffered.
 func scanMembers(r io.Reader, path string, base int64, fn func(off, length int64, r *Record) error) (goodEnd int64, err error) {
-	cr := &countReader{r: r}
-	br := bufio.NewReaderSize(cr, 256<<10)
-	pos := func() int64 { return base + cr.n - int64(br.Buffered()) }
 	var zr *gzip.Reader
+	return scanMembersWith(bufio.NewReaderSize(nil, 256<<10), &zr, r, path, base, fn)
+}
+
+// scanMembersWith is scanMembers reading through br (reset to r) and the gzip reader *zrp
+// (created when nil), so that salvage probes, one per candidate offset, allocate nothing.
+func scanMembersWith(br *bufio.Reader, zrp **gzip.Reader, r io.Reader, path string, base int64, fn func(off, length int64, r *Record) error) (goodEnd int64, err error) {
+	cr := &countReader{r: r}
+	br.Reset(cr)
+	defer br.Reset(nil)
+	pos := func() int64 { return base + cr.n - int64(br.Buffered()) }
 	goodEnd = base
 	for {
 		off := pos()
-		if zr == nil {
-			zr, err = gzip.NewReader(br)
+		if *zrp == nil {
+			var nz *gzip.Reader
+			if nz, err = gzip.NewReader(br); err == nil {
+				*zrp = nz
+			}
 		} else {
-			err = zr.Reset(br)
+			err = (*zrp).Reset(br)
 		}
+		zr := *zrp
 		if err == io.EOF {
 			return goodEnd, nil
 		}
