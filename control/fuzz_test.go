@@ -3,6 +3,7 @@ package control
 import (
 	"bytes"
 	"errors"
+	"reflect"
 	"testing"
 	"time"
 
@@ -99,9 +100,12 @@ func FuzzFSMApply(f *testing.F) {
 	f.Add(bytes.Join(seeds[:3], []byte{0}))
 	f.Add(bytes.Join([][]byte{seeds[0], seeds[7], seeds[7], seeds[8], seeds[9], seeds[10]}, []byte{0}))
 	f.Fuzz(func(t *testing.T, log []byte) {
+		if len(log) > 8<<10 {
+			t.Skip() // Raft entries are small; huge inputs only slow the search
+		}
 		entries := bytes.Split(log, []byte{0})
-		if len(entries) > 64 {
-			entries = entries[:64]
+		if len(entries) > 32 {
+			entries = entries[:32]
 		}
 		a, b := NewFSM(), NewFSM()
 		for i, e := range entries {
@@ -123,7 +127,8 @@ func FuzzFSMApply(f *testing.F) {
 				if ra.Changed {
 					t.Fatalf("entry %d: refused but changed", i)
 				}
-				if !bytes.Equal(stateJSON(t, before), stateJSON(t, after)) {
+				before.Index = after.Index
+				if !reflect.DeepEqual(before, after) {
 					t.Fatalf("entry %d: refused (%v) but the state changed", i, ra.Err)
 				}
 			}
