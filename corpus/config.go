@@ -142,7 +142,7 @@ type Config struct {
 	PDF PDFConfig
 	// Load returns the page body for a job, e.g. read back from WARC (required). HTML that is
 	// valid UTF-8 is parsed as is; anything else is decoded by the Content-Type charset, a BOM
-	// or <meta charset>, as browsers do.
+	// or <meta charset>, as browsers do, and invalid UTF-8 left after that becomes U+FFFD.
 	Load func(ctx context.Context, j Job) (body []byte, err error)
 	// Filters are the corpus filters of the job.
 	Filters Filters
