@@ -100,16 +100,39 @@ func payloadWorkload(n int) []string {
 }
 
 // payloadPage is what the fetch path does for one 200 response: ask for the payload's
-// original; a page with none is archived in full and registered (the committer's batch is
-// one page here, so the local path pays one Apply a page: the worst case).
-func payloadPage(b *testing.B, p *Payloads, digest string, i int) {
+// original; a page with none is archived in full and handed to the committer (regs),
+// which registers its batch in one call.
+func payloadPage(b *testing.B, p *Payloads, regs chan<- PayloadRecord, digest string, i int) {
 	_, found, err := p.Lookup(context.Background(), digest)
 	if err != nil {
 		b.Error(err) // not Fatal: a slot's goroutine
 		return
 	}
 	if !found {
-		p.Register([]PayloadRecord{{Digest: digest, Original: Original{URL: fmt.Sprintf("http://h%d.sim.test/p", i), Date: time.Unix(int64(i), 0), Node: "n0", File: "crawl-n0-00001.warc.gz", Offset: int64(i) * 4096, Length: 4000}}})
+		regs <- PayloadRecord{Digest: digest, Original: Original{URL: fmt.Sprintf("http://h%d.sim.test/p", i), Date: time.Unix(int64(i), 0), Node: "n0", File: "crawl-n0-00001.warc.gz", Offset: int64(i) * 4096, Length: 4000}}
+	}
+}
+
+// committer registers what arrives on regs in batches (as the node's group commit does)
+// until regs is closed; done is closed then.
+func committer(p *Payloads, regs <-chan PayloadRecord, done chan<- struct{}) {
+	defer close(done)
+	var batch []PayloadRecord
+	for r := range regs {
+		batch = append(batch[:0], r)
+	fill:
+		for len(batch) < 512 {
+			select {
+			case r, ok := <-regs:
+				if !ok {
+					break fill
+				}
+				batch = append(batch, r)
+			default:
+				break fill
+			}
+		}
+		p.Register(batch)
 	}
 }
 
@@ -143,6 +166,8 @@ func BenchmarkPayloads(b *testing.B) {
 			b.ResetTimer()
 			var next atomic.Int64
 			var wg sync.WaitGroup
+			regs, committed := make(chan PayloadRecord, 1024), make(chan struct{})
+			go committer(p, regs, committed)
 			for range slots {
 				wg.Add(1)
 				go func() {
@@ -152,11 +177,13 @@ func BenchmarkPayloads(b *testing.B) {
 						if i >= b.N {
 							return
 						}
-						payloadPage(b, p, digests[warm+i], warm+i)
+						payloadPage(b, p, regs, digests[warm+i], warm+i)
 					}
 				}()
 			}
 			wg.Wait()
+			close(regs)
+			<-committed
 			p.Drain(time.Minute)
 			b.StopTimer()
 			b.ReportMetric(float64(st.BytesSent.Load()+st.BytesRecv.Load()-bytes0)/float64(b.N), "wire-bytes/page")
@@ -181,6 +208,8 @@ func BenchmarkPayloadFetchStage(b *testing.B) {
 	run := func(on bool, digests []string) float64 {
 		var next atomic.Int64
 		var wg sync.WaitGroup
+		regs, committed := make(chan PayloadRecord, 1024), make(chan struct{})
+		go committer(p, regs, committed)
 		start := time.Now()
 		for range slots {
 			wg.Add(1)
@@ -193,12 +222,14 @@ func BenchmarkPayloadFetchStage(b *testing.B) {
 					}
 					time.Sleep(fetch)
 					if on {
-						payloadPage(b, p, digests[i], i)
+						payloadPage(b, p, regs, digests[i], i)
 					}
 				}
 			}()
 		}
 		wg.Wait()
+		close(regs)
+		<-committed
 		return float64(len(digests)) / time.Since(start).Seconds()
 	}
 	var off, on float64
