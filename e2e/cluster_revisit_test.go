@@ -218,4 +218,3 @@ func payloadFallbacks(t *testing.T, cr *clusterRun) map[string]int64 {
 	}
 	return out
 }
-
