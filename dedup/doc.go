@@ -96,9 +96,9 @@
 //     written by the committer too).
 //   - Lookups never stall fetching: this node's share is read in process (no lock, no
 //     lease check: a stale "none" costs a full record, a stale "found" names a record that
-//     was written); another owner's lookups queue per owner, one request in flight per
-//     owner, and what queued meanwhile goes in the next request (MaxWireOps each), so 64
-//     fetch slots pay a few requests, not 64 round trips. A slot waits at most Bound
+//     was written); another owner's lookups queue per owner, one request in flight
+//     per owner (maxSenders), and what queued meanwhile goes in the next request (MaxWireOps
+//     each), so 64 fetch slots pay a few requests, not 64 round trips. A slot waits at most Bound
 //     (DefaultPayloadBound, 250 ms; node.Config.PayloadBound) and then writes a full
 //     record; an owner whose request failed is skipped for Backoff (2 s) without waiting.
 //     No owner, a refusal (409 after a lease moved), a full queue: a full record at once.
