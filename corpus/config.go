@@ -270,6 +270,11 @@ type Job struct {
 	// HostTDMReserved: the host's /.well-known/tdmrep.json reserves TDM rights for this URL
 	// (looked up by the node).
 	HostTDMReserved bool `json:"host_tdm_reserved,omitempty"`
+	// PayloadOf is the URL of the page whose identical payload (same bytes, WARC payload
+	// digest) another node archived first: this response was written as a WARC revisit
+	// record and its payload is not on this node. The stage does not read it back: the
+	// record is an exact duplicate of that page (the same bytes have the same text).
+	PayloadOf string `json:"payload_of,omitempty"`
 }
 
 // Quality holds the page's quality signals.

@@ -80,12 +80,16 @@
 //	     is not cached for such a host: each of its URLs asks again (a DNS change may
 //	     allow it), which sends nothing while it stays refused
 //	  -> revisit unchanged (304, same body)? WARC revisit record, Done (next visit scheduled)
-//	  -> WARC record written (response, or revisit for a payload seen before)
+//	  -> a 200's payload archived before anywhere in the cluster? (dedup.Payloads asks the
+//	     digest's owner: in process on its own partitions, else batched per owner; at most
+//	     Config.PayloadBound, 250 ms, else a full record, counted)
+//	  -> WARC record written (response, or revisit referring to the payload's original)
 //	  -> redirect target / links / sitemap URLs, HTML page's (or PDF's) extract job: kept by the slot
 //	  -> handed to the committers (bounded queue); the slot leases its next URL at once
 //	  -> committer (group commit of many leases): frontier.Add of all links, one extract
-//	     Enqueue of all jobs and one payload-index write (durable), then one
-//	     frontier.DoneBatch for the leases (each URL leaves its queue only now)
+//	     Enqueue of all jobs, then the batch's full records registered with their
+//	     payloads' owners (dedup.Payloads.Register: in process here, queued for peers),
+//	     then one frontier.DoneBatch for the leases (each URL leaves its queue only now)
 //
 // # Priority and freshness
 //
@@ -107,6 +111,20 @@
 // capture), queues no corpus record and follows no links (the page did not change); a
 // changed page is archived, parsed and sent to the corpus as a new version. Sitemaps'
 // changefreq and lastmod give a page's first interval (ChangeHint).
+//
+// # Identical payloads
+//
+// Payloads are decided for the cluster (package dedup, "Identical payloads"): the first
+// full record of a payload anywhere is the original, a later 200 with the same payload
+// anywhere is a revisit record referring to it. A payload is registered only after its
+// full record is written (by the committer), so a revisit never refers to a record that
+// does not exist; two copies fetched at once are both written in full (counted as
+// lost_race). A fetch slot waits at most Config.PayloadBound for another owner's answer and
+// writes a full record otherwise (crawlnode_payload_lookups_total{result="timeout|error"}).
+// The extract job of a revisit whose original is in this node's WARC reads the original's
+// record; one whose original is on another node carries corpus.Job.PayloadOf and becomes
+// an exact-duplicate record of that URL without being read back. At exit the node logs
+// its "payload decisions" counters.
 //
 // # A full disk
 //

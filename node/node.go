@@ -93,6 +93,10 @@ type Config struct {
 	Recrawl                bool
 	RecrawlMin, RecrawlMax time.Duration
 	RevisitShare           float64
+	// PayloadBound is how long a fetch slot waits for another node's answer on whether a
+	// payload was archived before (a WARC revisit record) before it writes a full response
+	// record instead. Default dedup.DefaultPayloadBound (250 ms).
+	PayloadBound time.Duration
 	// Priority is the crawl order: PriorityBFS (default: breadth-first) or PriorityOPIC
 	// (important pages first by OPIC cash, breadth-first as the tie-break). On simweb's
 	// graph breadth-first fetches more PageRank early (BENCHMARKS.md, "Importance-first against breadth-first"), so it stays the
@@ -331,8 +335,9 @@ type Node struct {
 	budget      *pageBudget // this node's share of the cluster's page limit
 	limitOnce   sync.Once   // the limit is logged once
 	stage       *corpus.Stage
-	dedupStore  *dedup.Store   // the duplicate keys this node owns (package dedup)
-	dedup       *dedup.Decider // the stage's duplicate decisions, asked of each key's owner
+	dedupStore  *dedup.Store    // the duplicate keys this node owns (package dedup)
+	dedup       *dedup.Decider  // the stage's duplicate decisions, asked of each key's owner
+	payloads    *dedup.Payloads // identical payloads (WARC revisit records), asked of each digest's owner
 	ops         ops
 	scope       scope
 	robots      *hostCache[*fetch.Robots]
@@ -510,8 +515,17 @@ func (n *Node) openStages() error {
 	} else if moved > 0 {
 		n.log.Info("duplicate indexes moved to the cluster's partitioned keys", "keys", moved)
 	}
+	if moved, err := dedup.MigratePayloads(n.db, n.dir.Node); err != nil {
+		return err
+	} else if moved > 0 {
+		n.log.Info("payload index moved to the cluster's partitioned keys", "keys", moved)
+	}
 	n.dedupStore = dedup.NewStore(n.db)
 	n.dedup, err = dedup.New(dedup.Config{Store: n.dedupStore, Cluster: dedupCluster{n}, Logger: n.cfg.Logger})
+	if err != nil {
+		return err
+	}
+	n.payloads, err = dedup.NewPayloads(dedup.PayloadConfig{Store: n.dedupStore, Cluster: dedupCluster{n}, Bound: n.cfg.PayloadBound, Logger: n.cfg.Logger})
 	if err != nil {
 		return err
 	}
@@ -819,6 +833,15 @@ func (n *Node) closeStores() {
 	n.shutdownOnce.Do(func() {
 		if n.client != nil {
 			n.client.Close()
+		}
+		if n.payloads != nil {
+			n.payloads.Drain(2 * time.Second)
+			n.payloads.Close()
+			st := n.payloads.Stats()
+			n.log.Info("payload decisions", "lookups", st.Lookups.Load(), "revisits", st.Found.Load(),
+				"originals", st.Missed.Load(), "fallback_timeout", st.FallbackTimeout.Load(), "fallback_error", st.FallbackError.Load(),
+				"registered", st.Registered.Load(), "lost_race", st.LostRace.Load(), "register_failed", st.RegisterFailed.Load(),
+				"requests", st.Requests.Load(), "bytes_sent", st.BytesSent.Load(), "bytes_received", st.BytesRecv.Load())
 		}
 		if n.uploader != nil {
 			n.uploader.Close()
