@@ -65,4 +65,3 @@ func runTLS(args []string) error {
 		return nil
 	}
 }
-
