@@ -1,0 +1,134 @@
+package e2e
+
+// Members only (issue 38, item 1): a cluster with a cluster key, mutual TLS made by
+// `crawlnode tls`, and an API token crawls to completion; forged node-to-node requests
+// from a certificate of another CA, or from a member speaking for another, are refused.
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/base64"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crawlnode/crawlnode/control"
+	"github.com/crawlnode/crawlnode/internal/peerauth"
+	"github.com/crawlnode/crawlnode/simweb"
+)
+
+// makePKI runs `crawlnode tls` in dir: a CA and a certificate for each name.
+func makePKI(t testing.TB, dir string, names ...string) {
+	t.Helper()
+	run := func(args ...string) {
+		cmd := exec.Command(crawlnodeBin, args...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("crawlnode %v: %v\n%s", args, err, out)
+		}
+	}
+	run("tls", "ca", "create")
+	for _, n := range names {
+		run("tls", "cert", "create", "--node", n, "--ip", "127.0.0.1")
+	}
+}
+
+// secureArgs are the members-only flags of node name, with PKI and key in dir.
+func secureArgs(dir, name string) []string {
+	return []string{"--cluster-key-file", filepath.Join(dir, "cluster.key"), "--api-token", "s3cret",
+		"--tls-ca", filepath.Join(dir, "crawlnode-ca.pem"), "--tls-cert", filepath.Join(dir, name+"-cert.pem"),
+		"--tls-key", filepath.Join(dir, name+"-key.pem")}
+}
+
+func writeClusterKey(t testing.TB, dir string) {
+	k := make([]byte, 32)
+	rand.Read(k)
+	if err := os.WriteFile(filepath.Join(dir, "cluster.key"), []byte(base64.StdEncoding.EncodeToString(k)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestClusterSecure(t *testing.T) {
+	if testing.Short() {
+		t.Skip("cluster crawl")
+	}
+	w, addr := web(t, func(c *simweb.Config) { c.Hosts = 60; c.Seed = 38; c.CrawlDelayHosts = 1 })
+	seeds := seedsFile(t, w)
+	pki := t.TempDir()
+	makePKI(t, pki, "n1", "n2", "n3")
+	writeClusterKey(t, pki)
+	other := t.TempDir()
+	makePKI(t, other, "n1")
+
+	cr := newClusterRun(t, clusterArgs(addr, 0, 30*time.Second))
+	start := time.Now()
+	n1 := cr.add("n1", append([]string{"--bootstrap-expect", "3", "--seeds", seeds}, secureArgs(pki, "n1")...)...)
+	cr.add("n2", append([]string{"--bootstrap-expect", "3", "--join", n1.bind}, secureArgs(pki, "n2")...)...)
+	cr.add("n3", append([]string{"--bootstrap-expect", "3", "--join", n1.bind}, secureArgs(pki, "n3")...)...)
+	waitLogged(t, w, 200, 2*time.Minute)
+
+	// Forged Raft commands at every member's internal (mutual TLS) listener: a Pause
+	// would stop the crawl if any were applied.
+	pause, err := control.Encode(control.Pause{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	load := func(dir, name string) *peerauth.Creds {
+		c, err := peerauth.Load(filepath.Join(dir, "crawlnode-ca.pem"), filepath.Join(dir, name+"-cert.pem"), filepath.Join(dir, name+"-key.pem"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	forge := func(cr *peerauth.Creds, trustAny bool, target, claim string) (int, error) {
+		cfg := cr.ClientTLS()
+		if trustAny {
+			cfg.VerifyConnection = nil
+		}
+		tr := &http.Transport{TLSClientConfig: cfg}
+		defer tr.CloseIdleConnections()
+		req, _ := http.NewRequest(http.MethodPost, "https://"+target+"/internal/v1/raft/apply", bytes.NewReader(pause))
+		req.Header.Set(peerauth.MemberHeader, claim)
+		req.Header.Set("Authorization", "Bearer s3cret") // even with the operator's token
+		resp, err := (&http.Client{Transport: tr, Timeout: 5 * time.Second}).Do(req)
+		if err != nil {
+			return 0, err
+		}
+		resp.Body.Close()
+		return resp.StatusCode, nil
+	}
+	n2creds := load(pki, "n2")
+	foreign := load(other, "n1")
+	for _, n := range cr.nodes {
+		b, err := os.ReadFile(filepath.Join(n.data, "internal.addr"))
+		if err != nil {
+			t.Fatalf("%s: internal.addr: %v", n.name, err)
+		}
+		target := strings.TrimSpace(string(b))
+		if code, err := forge(foreign, true, target, "n1"); err == nil {
+			t.Errorf("%s: a certificate of another CA got HTTP %d", n.name, code)
+		}
+		if n.name != "n2" {
+			if code, err := forge(n2creds, false, target, n.name); err != nil || code != http.StatusForbidden {
+				t.Errorf("%s: n2 speaking for %s: HTTP %d, %v; want 403", n.name, n.name, code, err)
+			}
+		}
+		// Plain HTTP to the internal listener is no way round.
+		if resp, err := http.Post("http://"+target+"/internal/v1/raft/apply", "application/octet-stream", bytes.NewReader(pause)); err == nil {
+			if resp.StatusCode < 400 {
+				t.Errorf("%s: plain HTTP to the internal listener: %d", n.name, resp.StatusCode)
+			}
+			resp.Body.Close()
+		}
+	}
+
+	cr.waitAll(3 * time.Minute)
+	elapsed := time.Since(start)
+	rep := w.Report(reportOptions(0))
+	checkClean(t, rep, logDuplicates(t, w, rep))
+	t.Logf("secure 3 nodes: %d requests in %s", rep.Requests, elapsed.Round(time.Millisecond))
+}
