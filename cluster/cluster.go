@@ -164,6 +164,8 @@ type Cluster struct {
 	handing   map[uint16]bool           // handoffs running from here
 	lastSweep time.Time
 
+	keyMu sync.Mutex // serialises keyring steps and their saves
+
 	// leadMu serialises the leader's rounds (deadSince is theirs); handoffMu the starts
 	// of handoffs.
 	leadMu    sync.Mutex

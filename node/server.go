@@ -34,12 +34,17 @@ func (n *Node) apiConfig() api.Config {
 // /internal/ (when they have no listener of their own).
 func (n *Node) handler(withInternal bool) http.Handler {
 	public := api.New(n.apiConfig(), apiBackend{n})
-	if !withInternal {
-		return public
+	keyring := n.keyringHandler()
+	var internal http.Handler
+	if withInternal {
+		internal = n.internalHandler()
 	}
-	internal := n.internalHandler()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasPrefix(r.URL.Path, "/internal/") {
+		if r.URL.Path == KeyringPath {
+			keyring.ServeHTTP(w, r)
+			return
+		}
+		if internal != nil && strings.HasPrefix(r.URL.Path, "/internal/") {
 			internal.ServeHTTP(w, r)
 			return
 		}
