@@ -227,3 +227,33 @@ func BenchmarkClusterSecure(b *testing.B) {
 		b.Logf("insecure %.0f pages/s (wall %s), secure %.0f pages/s (wall %s), ratio %.3f", plain, pw.Round(time.Second), sec, sw.Round(time.Second), sec/plain)
 	}
 }
+
+// TestClusterRefusesUnsafeStart: a node refuses, in one line, to serve gossip beyond
+// loopback without a cluster key and TLS, and to run with a certificate that names
+// another node; --insecure-cluster is the operator's way round the first.
+func TestClusterRefusesUnsafeStart(t *testing.T) {
+	pki := t.TempDir()
+	makePKI(t, pki, "n1")
+	writeClusterKey(t, pki)
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"gossip on all interfaces", []string{"--name", "n1", "--bind", "0.0.0.0:0", "--http", "127.0.0.1:0"}, "--insecure-cluster"},
+		{"TLS without key", append([]string{"--name", "n1", "--bind", "0.0.0.0:0", "--http", "127.0.0.1:0"}, secureArgs(pki, "n1")[2:]...), "cluster key"},
+		{"certificate of another node", append([]string{"--name", "n2", "--http", "127.0.0.1:0"}, secureArgs(pki, "n1")...), `names node "n1"`},
+	} {
+		args := append([]string{"--data", filepath.Join(t.TempDir(), "d"), "--seed", "http://a.sim.test/"}, tc.args...)
+		cmd := exec.Command(crawlnodeBin, args...)
+		out, err := cmd.CombinedOutput()
+		if err == nil {
+			t.Errorf("%s: started", tc.name)
+			continue
+		}
+		msg := strings.TrimSpace(string(out))
+		if !strings.Contains(msg, tc.want) || strings.Count(msg, "\n") > 0 {
+			t.Errorf("%s: %q, want one line naming %q", tc.name, msg, tc.want)
+		}
+	}
+}
