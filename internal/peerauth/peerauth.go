@@ -146,9 +146,9 @@ func (c *Creds) ServerTLS(requireClient bool) *tls.Config {
 
 // ClientTLS is the configuration of this node's outgoing node-to-node connections: it
 // presents the node's certificate and accepts a server whose certificate chains to the
-// CA and names a node (any node: the address book says which one it should be, and
-// ExpectPeer checks it where the caller knows). Host names are not checked (see the
-// package doc).
+// CA and names a node (any node: the client side does not check which one; the
+// receiver's check of the sender's name is what binds names). Host names are not
+// checked (see the package doc).
 func (c *Creds) ClientTLS() *tls.Config {
 	pool := c.pool
 	return &tls.Config{
