@@ -56,9 +56,20 @@
 //     extract stage has caught up, a node still waits (WaitExtracted) until no alive
 //     member has an extract backlog: those members' duplicate decisions may need the keys
 //     this node owns (package dedup), and they would wait for ever for an owner gone.
-//   - Internal node-to-node calls are plain HTTP on the API address under /internal/
-//     (or on the node's internal listener when it has one), carrying the API token when
-//     one is set. docs/architecture.md, "Cross-node messages", lists every one.
+//   - Internal node-to-node calls are HTTP under /internal/ on the API address, or on the
+//     node's internal listener when it has one, carrying the sender's member name
+//     (peerauth.MemberHeader) and the API token when one is set. With TLS they are HTTPS
+//     with mutual TLS on the internal listener (which the node always opens then), and
+//     the receiver refuses a request whose name is not its client certificate's.
+//     docs/architecture.md, "Cross-node messages", lists every one.
+//   - Members only (security.go, keyring.go): the cluster key seeds the gossip keyring,
+//     kept in DIR/keyring.json (0600), which wins over the configured key once it exists
+//     (a rotation changed it). A rotation step (install, use, remove) runs on every alive
+//     member by an internal call that only a verified member (or, without TLS, a loopback
+//     caller) may make, so the key never travels in the clear. A node refuses to serve
+//     gossip, Raft or the internal endpoints beyond loopback without both the key and TLS
+//     unless InsecureCluster (CheckExposure, one line naming what is exposed and what is
+//     missing).
 //   - The cluster talks to the node's frontier through the Frontier interface and to the
 //     node through Host (job settings, its fetch counters): no back-pointer to the node,
 //     so a test can run the cluster's decisions over a fake frontier.

@@ -16,6 +16,7 @@ import (
 	"github.com/crawlnode/crawlnode/dedup"
 	"github.com/crawlnode/crawlnode/forward"
 	"github.com/crawlnode/crawlnode/gossip"
+	"github.com/crawlnode/crawlnode/internal/peerauth"
 	"github.com/crawlnode/crawlnode/replica"
 	"github.com/crawlnode/crawlnode/ring"
 )
@@ -31,7 +32,10 @@ func (n *Node) internalHandler() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "no route %s %s", r.Method, r.URL.Path)
 	})
-	return api.RequireToken(n.cfg.APIToken, n.refuseWhenDiskFull(mux))
+	// peerauth.Middleware first: with TLS, a request speaks only for the member its
+	// client certificate names (403 otherwise); handlers read the sender with
+	// peerauth.FromRequest.
+	return peerauth.Middleware(n.cluster.TLSOn(), api.RequireToken(n.cfg.APIToken, n.refuseWhenDiskFull(mux)))
 }
 
 // diskRetryAfter is the Retry-After of a write refused for a full disk (the free-space
@@ -233,7 +237,7 @@ func (n *Node) askPeers(w http.ResponseWriter, r *http.Request) bool {
 		if m.Name == n.cluster.Self() || m.Meta.HTTPAddr == "" {
 			continue
 		}
-		status, body, ctype, err := n.cluster.GetRaw(r.Context(), "http://"+m.Meta.HTTPAddr+r.URL.RequestURI())
+		status, body, ctype, err := n.cluster.GetRaw(r.Context(), n.cluster.PeerURL(m.Meta.HTTPAddr)+r.URL.RequestURI())
 		if err == nil && status == http.StatusOK {
 			w.Header().Set("Content-Type", ctype)
 			w.Header().Set("X-Crawlnode-Node", m.Name)

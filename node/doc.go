@@ -19,6 +19,14 @@
 //     asks it whether a partition may be fetched and routes links through it;
 //     cluster_api.go builds the cluster view, routes public reads to a host's owner, and
 //     serves the internal listener (cluster.Routes plus replication's route).
+//   - Members only: with TLS (Config.Cluster.TLS) the internal routes always get a
+//     listener of their own (InternalAddr, default the API's port + 1) that speaks only
+//     mutual TLS, and peerauth.Middleware puts the verified sender in each request's
+//     context; the public API stays plain HTTP for operators. The certificate must name
+//     this node (a missing --name defaults to it). Config validation refuses to expose
+//     gossip, Raft or the internal routes beyond loopback without key and TLS
+//     (cluster.Config.CheckExposure). keyring.go is the operator's key rotation
+//     (/v1/keyring, loopback clients only: the request carries the key).
 //   - Replication: New builds the node's replica.Replicator over the cluster
 //     (replica_wiring.go); package replica's doc has its design.
 //   - The HTTP API: package api serves the public /v1 routes (its doc lists them) over

@@ -6,8 +6,10 @@ import (
 	"github.com/crawlnode/crawlnode/cluster"
 	"github.com/crawlnode/crawlnode/replica"
 	"log/slog"
+	"net"
 	"net/netip"
 	"runtime"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -314,7 +316,33 @@ func (c *Config) Validate() error {
 	if (len(cc.Join) > 0 || cc.BootstrapExpect > 1) && c.HTTPAddr == "" && c.InternalAddr == "" {
 		return fmt.Errorf("%w: a cluster member needs an HTTP address (--http or --internal-http) for its peers", ErrBadConfig)
 	}
-	return cc.Validate()
+	if err := cc.Validate(); err != nil {
+		return err
+	}
+	internal := c.internalListenAddr()
+	if internal == "" {
+		internal = c.HTTPAddr
+	}
+	return cc.CheckExposure(internal)
+}
+
+// internalListenAddr is where the node-to-node endpoints get a listener of their own:
+// InternalAddr; with TLS and no InternalAddr, the HTTP address's host with port + 1
+// (port 0 stays 0), since those endpoints then need mutual TLS and the operators' API
+// does not; "" when they share the API's listener.
+func (c *Config) internalListenAddr() string {
+	if c.InternalAddr != "" || c.Cluster.TLS == nil || c.HTTPAddr == "" {
+		return c.InternalAddr
+	}
+	host, port, err := net.SplitHostPort(c.HTTPAddr)
+	if err != nil {
+		return ""
+	}
+	p, _ := strconv.Atoi(port)
+	if p != 0 {
+		p++
+	}
+	return net.JoinHostPort(host, strconv.Itoa(p))
 }
 
 // ErrBadConfig marks configuration errors (the cluster's among them).
@@ -390,10 +418,18 @@ func New(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := OpenDataDir(cfg.DataDir, cfg.Name)
+	name := cfg.Name
+	if name == "" && cfg.Cluster.TLS != nil {
+		name = cfg.Cluster.TLS.Name() // the certificate names the node
+	}
+	dir, err := OpenDataDir(cfg.DataDir, name)
 	if err != nil {
 		return nil, err
 	}
+	if t := cfg.Cluster.TLS; t != nil && t.Name() != dir.Node {
+		return nil, fmt.Errorf("%w: the TLS certificate names node %q, this node is %q (crawlnode tls cert create --node %s)", ErrBadConfig, t.Name(), dir.Node, dir.Node)
+	}
+	cfg.InternalAddr = cfg.internalListenAddr()
 	n := &Node{cfg: cfg, dir: dir, log: cfg.Logger.With("component", "node", "node", dir.Node)}
 	n.budget = newPageBudget(n)
 	n.net.log = n.log
