@@ -270,6 +270,10 @@ type Job struct {
 	// HostTDMReserved: the host's /.well-known/tdmrep.json reserves TDM rights for this URL
 	// (looked up by the node).
 	HostTDMReserved bool `json:"host_tdm_reserved,omitempty"`
+	// Refetch: the fetch replaces a capture of the same URL that a lost node made and that
+	// may never have reached the output store (frontier.Lease.Refetch); the duplicate
+	// decision lets it take over keys naming its own URL (DedupPage.Refetch).
+	Refetch bool `json:"refetch,omitempty"`
 }
 
 // Quality holds the page's quality signals.

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/crawlnode/crawlnode/ring"
@@ -19,6 +21,11 @@ type Op struct {
 	Table uint8  `json:"t,omitempty"`
 	FP    uint64 `json:"f,omitempty"`
 	Ref   string `json:"r"` // the asking page: "<url>\t<fetch time ns>"
+	// Refetch (OpExact, OpNear): the asking page replaces a capture of its own URL that a
+	// lost node made and that may never have reached the output store. A key naming the
+	// same URL (another fetch time) is that capture: the page takes the key over instead
+	// of being its duplicate, and near entries of its URL are removed.
+	Refetch bool `json:"rf,omitempty"`
 }
 
 // Operation codes.
@@ -210,8 +217,14 @@ func apply(v *view, o *Op) (Result, error) {
 	case OpExact:
 		k := exactKey(o.Part, o.Hash)
 		val, found, err := v.get(k)
-		if err != nil || (found && string(val) != o.Ref) {
-			return Result{Ref: string(val)}, err
+		if err != nil {
+			return Result{}, err
+		}
+		if found && string(val) != o.Ref && o.Refetch && sameURL(string(val), o.Ref) {
+			found = false // its own lost capture: the refetch takes the key over
+		}
+		if found && string(val) != o.Ref {
+			return Result{Ref: string(val)}, nil
 		}
 		if !found {
 			v.put(k, []byte(o.Ref), nil)
@@ -257,6 +270,12 @@ func applyNear(v *view, o *Op) (Result, error) {
 			return err
 		}
 		ref := string(val[8:])
+		if o.Refetch && ref != o.Ref && sameURL(ref, o.Ref) {
+			// Its own lost capture: removed, so no page is ever found a duplicate of it;
+			// the refetch enters the bucket in its place.
+			v.put(slices.Clone(key), nil, prefix)
+			return nil
+		}
 		if fp == o.FP {
 			present = true // never overwritten: the first page with a fingerprint keeps it
 			best.Mine = best.Mine || ref == o.Ref
@@ -286,6 +305,13 @@ func applyNear(v *view, o *Op) (Result, error) {
 		best.Dist = 0
 	}
 	return best, nil
+}
+
+// sameURL says whether two refs ("<url>\t<fetch time ns>") name the same URL.
+func sameURL(a, b string) bool {
+	ua, _, _ := strings.Cut(a, "\t")
+	ub, _, _ := strings.Cut(b, "\t")
+	return ua == ub
 }
 
 func get(txn *badger.Txn, k []byte) ([]byte, bool, error) {

@@ -536,6 +536,7 @@ func (n *Node) queueExtract(l *frontier.Lease, resp *fetch.Response, loc warcLoc
 	}
 	job := corpus.Job{
 		URL:            l.URL,
+		Refetch:        l.Refetch,
 		FetchTime:      resp.Started,
 		Status:         resp.Status,
 		ContentType:    resp.ContentType,
