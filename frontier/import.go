@@ -783,24 +783,28 @@ func (im *importer) refetch(r *impRec) error {
 		if err != nil || !again {
 			return err
 		}
-		im.requeue(r, r.rec.URL)
+		im.requeue(r, r.rec.URL, false)
 	case r.fam == famSeen && r.seen.State == StateFetched:
 		again, err := o.Refetch(r.hash, &r.seen)
 		if err != nil || !again {
 			return err
 		}
-		im.requeue(r, r.seen.URL)
+		im.requeue(r, r.seen.URL, true)
 	}
 	return nil
 }
 
 // requeue turns r into a q record that queues url again as a refetch (see
 // ImportOptions.Refetch), or leaves it as it is when url's host is not of the partition.
-func (im *importer) requeue(r *impRec, url string) {
+// count: r is the URL's seen record (a revisit's r record comes before it and is not
+// counted, so each URL counts once).
+func (im *importer) requeue(r *impRec, url string, count bool) {
 	f := im.f
 	hn, ok := hostOf(url)
 	if !ok || f.cfg.PartitionOf(hn) != im.p || URLHash(url) != r.hash {
-		im.st.NotRefetched++
+		if count {
+			im.st.NotRefetched++
+		}
 		return
 	}
 	f.mu.Lock()
@@ -809,5 +813,7 @@ func (im *importer) requeue(r *impRec, url string) {
 	rec := qrec{URL: url, Depth: depth, Links: 1, Refetch: true}
 	qk := qKey(im.p, hn, queueBand(0, 0), depth, 0)
 	*r = impRec{fam: famQueue, key: qk, val: rec.encode(), host: hn, hash: r.hash, qk: qk, rec: rec}
-	im.st.Refetch++
+	if count {
+		im.st.Refetch++
+	}
 }
