@@ -270,9 +270,11 @@ type Job struct {
 	// HostTDMReserved: the host's /.well-known/tdmrep.json reserves TDM rights for this URL
 	// (looked up by the node).
 	HostTDMReserved bool `json:"host_tdm_reserved,omitempty"`
-	// Refetch: the fetch replaces a capture of the same URL that a lost node made and that
-	// may never have reached the output store (frontier.Lease.Refetch); the duplicate
-	// decision lets it take over keys naming its own URL (DedupPage.Refetch).
+	// Refetch: the fetch is not a revisit, so it replaces any capture of the same URL the
+	// duplicate index still names (made by a node lost since, its record gone; also set
+	// for the refetches a promotion queues, frontier.Lease.Refetch): the decision lets it
+	// take over keys naming its own URL (DedupPage.Refetch). False for a revisit, whose
+	// unchanged text stays a duplicate of its earlier capture.
 	Refetch bool `json:"refetch,omitempty"`
 }
 

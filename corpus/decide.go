@@ -12,8 +12,9 @@ type DedupPage struct {
 	Ref     string
 	Hash    []byte // SHA-256 of NormalizeText(text)
 	SimHash uint64
-	// Refetch: the page replaces a capture of its own URL that may be lost (Job.Refetch):
-	// a key naming the same URL is that capture, not an original it duplicates.
+	// Refetch: the page replaces any earlier capture of its own URL (Job.Refetch: not a
+	// revisit): a key naming the same URL at another fetch time is a lost capture, not an
+	// original it duplicates.
 	Refetch bool
 }
 

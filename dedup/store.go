@@ -21,11 +21,14 @@ type Op struct {
 	Table uint8  `json:"t,omitempty"`
 	FP    uint64 `json:"f,omitempty"`
 	Ref   string `json:"r"` // the asking page: "<url>\t<fetch time ns>"
-	// Refetch (OpExact, OpNear): the asking page replaces a capture of its own URL that a
-	// lost node made and that may never have reached the output store. A key naming the
-	// same URL (another fetch time) is that capture: the page takes the key over instead
-	// of being its duplicate, and near entries of its URL are removed.
-	Refetch bool `json:"rf,omitempty"`
+	// Revisit (OpExact, OpNear): the asking page is a revisit of a URL whose earlier
+	// capture stands (corpus.DedupPage.Refetch false): a key naming the same URL at
+	// another fetch time is that capture, and the page is its duplicate as on one node.
+	// Without it (every first fetch of a URL) such a key names a capture whose record
+	// was lost with a node: the page takes the key over instead of being its duplicate,
+	// and near entries of its URL are removed. Sent only on revisits, so the usual
+	// operation carries no extra byte.
+	Revisit bool `json:"rv,omitempty"`
 }
 
 // Operation codes.
@@ -220,7 +223,7 @@ func apply(v *view, o *Op) (Result, error) {
 		if err != nil {
 			return Result{}, err
 		}
-		if found && string(val) != o.Ref && o.Refetch && sameURL(string(val), o.Ref) {
+		if found && string(val) != o.Ref && !o.Revisit && sameURL(string(val), o.Ref) {
 			found = false // its own lost capture: the refetch takes the key over
 		}
 		if found && string(val) != o.Ref {
@@ -270,7 +273,7 @@ func applyNear(v *view, o *Op) (Result, error) {
 			return err
 		}
 		ref := string(val[8:])
-		if o.Refetch && ref != o.Ref && sameURL(ref, o.Ref) {
+		if !o.Revisit && ref != o.Ref && sameURL(ref, o.Ref) {
 			// Its own lost capture: removed, so no page is ever found a duplicate of it;
 			// the refetch enters the bucket in its place.
 			v.put(slices.Clone(key), nil, prefix)

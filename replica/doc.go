@@ -131,9 +131,9 @@
 // record is read from the copy (copySeen). A refetched URL is queued as a discovery URL,
 // marked Refetch, with no validators (a full GET, so its WARC record is a response, never
 // a revisit of the lost capture), and so are the copy's queued URLs (MarkQueued: the lost
-// node may have fetched them after its last round). The corpus passes the mark to the
-// duplicate decision (dedup.Op.Refetch), which lets the page take over keys naming its own
-// URL: the lost capture is no original to duplicate. The store is read before the
+// node may have fetched them after its last round). The duplicate decision lets every
+// first fetch of a URL (not a revisit; corpus.Job.Refetch) take over keys naming its own
+// URL: the lost capture is no original to duplicate (dedup's doc). The store is read before the
 // partition is held; if it does not answer the import waits and is retried (the partition
 // stays unfetched, Blocked), since importing without knowing would lose the pages for
 // good. Captures of other nodes in the copy (pages fetched before the partition moved to
