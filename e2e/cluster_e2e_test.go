@@ -615,6 +615,7 @@ func TestClusterJobConfig(t *testing.T) {
 // replStats is the sum of the running members' replication figures (lag: the largest).
 type replStats struct {
 	Promoted   int64   `json:"promoted"`
+	Refetched  int64   `json:"refetched"`
 	Bytes      int64   `json:"bytes"`
 	Records    int64   `json:"records"`
 	Rounds     int64   `json:"rounds"`
@@ -638,6 +639,7 @@ func (cr *clusterRun) replicas() (sum replStats) {
 			continue
 		}
 		sum.Promoted += v.Replicas.Promoted
+		sum.Refetched += v.Replicas.Refetched
 		sum.Bytes += v.Replicas.Bytes
 		sum.Records += v.Replicas.Records
 		sum.Rounds += v.Replicas.Rounds

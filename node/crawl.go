@@ -542,6 +542,13 @@ func (n *Node) queueExtract(l *frontier.Lease, resp *fetch.Response, loc warcLoc
 		XRobotsTag:     resp.Header.Values("X-Robots-Tag"),
 		TDMReservation: resp.Header.Get("Tdm-Reservation"),
 		TDMPolicy:      resp.Header.Get("Tdm-Policy"),
+		// A fetch that is not a revisit is the frontier's first capture of the URL: a
+		// capture of it that the duplicate index still names was made by a node whose
+		// record is gone (lost with it: never shipped, or fetched after its last
+		// replicated round, so its copy did not even know the URL), and this page
+		// replaces it (dedup.Op.Refetch). A revisit of the same text stays a duplicate
+		// of its earlier capture.
+		Refetch: l.Refetch || !l.Revisit,
 	}
 	if reserved, policy := tdm.reserved(pathOf(l.URL)); reserved {
 		job.HostTDMReserved = true

@@ -398,6 +398,7 @@ type Node struct {
 	// uploader ships outputs to the output store; nil without one. storeBehind: fetching
 	// is paused because too much output waits for it.
 	uploader    *outstore.Uploader
+	outStore    *outstore.Store // the output store the uploader ships to (nil: none)
 	storeBehind atomic.Bool
 	rate        rateMeter
 
