@@ -65,7 +65,7 @@ var ErrUnavailable = errors.New("powercut: FUSE unavailable")
 // FS is one mounted power-cut file system.
 type FS struct {
 	backing, mnt string
-	server      *fuse.Server
+	server       *fuse.Server
 
 	mu      sync.Mutex
 	cut     bool
