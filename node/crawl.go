@@ -129,7 +129,14 @@ func (n *Node) committer(ctx context.Context, in <-chan pendingDone) {
 			}
 			cs = append(cs, frontier.Completion{Lease: p.l, Outcome: p.o})
 		}
-		durable := n.durably(ctx, "queue discovered links", func() error {
+		// The batch's WARC records are fsynced before anything that points at them (extract
+		// jobs, payload entries, the "done" records) is written: otherwise a power cut could
+		// keep a page recorded as fetched whose record never reached the disk. One fsync
+		// serves every committer waiting (groupSync).
+		synced := n.cfg.NoSync || n.durably(ctx, "fsync WARC records", func() error {
+			return n.warcSync.Wait(context.Background())
+		})
+		durable := synced && n.durably(ctx, "queue discovered links", func() error {
 			if len(links) == 0 {
 				return nil
 			}
@@ -149,7 +156,9 @@ func (n *Node) committer(ctx context.Context, in <-chan pendingDone) {
 				cs[i].Outcome.Kind, cs[i].Outcome.Status, cs[i].Outcome.Err = frontier.Requeue, 0, ""
 			}
 		}
-		n.rememberPayloads(payloads)
+		if synced {
+			n.rememberPayloads(payloads)
+		}
 		n.recordDone(ctx, cs)
 		n.stats.commitBatches.Add(1)
 		n.stats.commitLeases.Add(int64(len(cs)))
