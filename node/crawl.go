@@ -124,7 +124,14 @@ func (n *Node) committer(ctx context.Context, in <-chan pendingDone) {
 			}
 			cs = append(cs, frontier.Completion{Lease: p.l, Outcome: p.o})
 		}
-		durable := n.durably(ctx, "queue discovered links", func() error {
+		// The batch's WARC records are fsynced before anything that points at them (extract
+		// jobs, payload entries, the "done" records) is written: otherwise a power cut could
+		// keep a page recorded as fetched whose record never reached the disk. One fsync
+		// serves every committer waiting (groupSync).
+		synced := n.cfg.NoSync || n.durably(ctx, "fsync WARC records", func() error {
+			return n.warcSync.Wait(context.Background())
+		})
+		durable := synced && n.durably(ctx, "queue discovered links", func() error {
 			if len(links) == 0 {
 				return nil
 			}
@@ -144,8 +151,11 @@ func (n *Node) committer(ctx context.Context, in <-chan pendingDone) {
 				cs[i].Outcome.Kind, cs[i].Outcome.Status, cs[i].Outcome.Err = frontier.Requeue, 0, ""
 			}
 		}
-		// The full records are written: later identical payloads may refer to them.
-		n.payloads.Register(payloads)
+		// The full records are written and fsynced: later identical payloads may refer to
+		// them.
+		if synced {
+			n.payloads.Register(payloads)
+		}
 		n.recordDone(ctx, cs)
 		n.stats.commitBatches.Add(1)
 		n.stats.commitLeases.Add(int64(len(cs)))
