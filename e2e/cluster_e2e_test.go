@@ -107,6 +107,7 @@ func clusterArgs(addr string, delay time.Duration, grace time.Duration) []string
 		"--robots-retry", "200ms", "--retry-base", "200ms", "--timeout", "30s", "--max-depth", "100",
 		"--log-format", "json", "--log-level", "warn", "--http", "127.0.0.1:0",
 		"--cluster-profile", "test", "--grace", grace.String(), "--no-extract",
+		"--no-fsync", // as crawlArgs: the power-cut tests pass --no-fsync=false
 	}
 }
 

@@ -70,7 +70,7 @@ func TestPowerCut(t *testing.T) {
 	w, addr := web(t, func(c *simweb.Config) { plainWeb(c); c.Hosts = 24; c.Seed = 11 })
 	must := w.MustReach(reportOptions(0))
 	data := filepath.Join(mnt, "data")
-	args := crawlArgs(data, addr, w, t, "--delay", "20ms", "--concurrency", "16", "--no-extract", "--sync-interval", "500ms")
+	args := crawlArgs(data, addr, w, t, "--delay", "20ms", "--concurrency", "16", "--no-extract", "--sync-interval", "500ms", "--no-fsync=false")
 	inFlight := 0
 	for cut := 1; cut <= 2; cut++ {
 		c := startCrawler(t, args...)
@@ -147,7 +147,7 @@ func TestPowerCutCluster(t *testing.T) {
 	cr := newClusterRun(t, clusterArgs(addr, delay, 30*time.Second))
 	n1 := cr.add("n1", "--bootstrap-expect", "3", "--seeds", seeds)
 	cr.add("n2", "--bootstrap-expect", "3", "--join", n1.bind)
-	n3 := cr.add("n3", "--bootstrap-expect", "3", "--join", n1.bind, "--data", filepath.Join(mnt, "n3"))
+	n3 := cr.add("n3", "--bootstrap-expect", "3", "--join", n1.bind, "--data", filepath.Join(mnt, "n3"), "--no-fsync=false")
 	waitLogged(t, w, len(must)/3, 2*time.Minute)
 	if !n3.running() {
 		t.Fatalf("n3 ended before the cut:\n%s", tail(n3.c.stderr.String(), 2000))
