@@ -124,7 +124,7 @@ var flagGroups = []struct {
 	{"Network", []string{"resolve", "allow-ips", "dns", "dns-cache-ttl"}},
 	{"Cluster", []string{"name", "bind", "advertise", "raft", "join", "bootstrap-expect", "grace", "replica-interval", "cluster-profile", "internal-http"}},
 	{"Corpus", []string{"no-extract", "extract-workers", "extract-nice", "extract-defer-idle", "min-text-length", "max-link-density", "languages", "include-opt-out", "no-markdown"}},
-	{"Output store", []string{"output-store", "s3-endpoint", "rotate-every", "output-store-max-unshipped", "delete-after-upload"}},
+	{"Output store", []string{"output-store", "s3-endpoint", "rotate-every", "output-store-max-unshipped", "output-store-retry-max", "delete-after-upload"}},
 	{"API and output", []string{"warc-gzip-level", "http", "api-token", "log-level", "log-format", "quiet", "cpuprofile", "memprofile", "pprof", "goroutine-dump"}},
 }
 
