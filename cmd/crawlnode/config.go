@@ -125,7 +125,7 @@ var flagGroups = []struct {
 	{"Cluster", []string{"name", "bind", "advertise", "raft", "join", "bootstrap-expect", "grace", "replica-interval", "cluster-profile", "internal-http"}},
 	{"Corpus", []string{"no-extract", "extract-workers", "extract-nice", "extract-defer-idle", "min-text-length", "max-link-density", "languages", "include-opt-out", "no-markdown"}},
 	{"Durability", []string{"no-fsync", "sync-interval"}},
-	{"Output store", []string{"output-store", "s3-endpoint", "rotate-every", "output-store-max-unshipped", "delete-after-upload"}},
+	{"Output store", []string{"output-store", "s3-endpoint", "rotate-every", "output-store-max-unshipped", "output-store-retry-max", "delete-after-upload"}},
 	{"API and output", []string{"warc-gzip-level", "http", "api-token", "log-level", "log-format", "quiet", "cpuprofile", "memprofile", "pprof", "goroutine-dump"}},
 }
 
