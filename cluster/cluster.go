@@ -20,6 +20,7 @@ import (
 	"github.com/crawlnode/crawlnode/forward"
 	"github.com/crawlnode/crawlnode/frontier"
 	"github.com/crawlnode/crawlnode/gossip"
+	"github.com/crawlnode/crawlnode/internal/clusterauth"
 	"github.com/crawlnode/crawlnode/ring"
 )
 
@@ -123,7 +124,6 @@ type Cluster struct {
 	deps   Deps
 	front  Frontier
 	host   Host
-	token  string
 	log    *slog.Logger
 	gossip *gossip.Gossip
 	ctl    *control.Control
@@ -205,10 +205,16 @@ func New(cfg Config, d Deps) (*Cluster, error) {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
+	// Every node-to-node request goes through c.client, which signs it as this node
+	// (links, partition streams, replica rounds, dedup, forwarded Raft commands, reads).
+	var base http.RoundTripper = d.Transport
+	if base == nil {
+		base = &http.Transport{MaxIdleConnsPerHost: 8, IdleConnTimeout: 30 * time.Second}
+	}
 	c := &Cluster{
-		cfg: cfg, deps: d, front: d.Frontier, host: d.Host, token: d.APIToken, self: d.Self, now: d.Now,
+		cfg: cfg, deps: d, front: d.Frontier, host: d.Host, self: d.Self, now: d.Now,
 		log:       d.Logger.With("component", "cluster", "node", d.Self),
-		client:    &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 8, IdleConnTimeout: 30 * time.Second}},
+		client:    &http.Client{Timeout: 60 * time.Second, Transport: &clusterauth.Transport{Base: base, Signer: d.Signer}},
 		handing:   map[uint16]bool{},
 		received:  map[uint16]time.Time{},
 		deadSince: map[string]time.Time{},
@@ -879,7 +885,6 @@ func (c *Cluster) post(ctx context.Context, url, ctype string, body []byte, out 
 		return err
 	}
 	req.Header.Set("Content-Type", ctype)
-	c.authorize(req)
 	resp, err := c.client.Do(req)
 	if err != nil {
 		return err
@@ -896,10 +901,4 @@ func (c *Cluster) post(ctx context.Context, url, ctype string, body []byte, out 
 		return json.NewDecoder(resp.Body).Decode(out)
 	}
 	return nil
-}
-
-func (c *Cluster) authorize(req *http.Request) {
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/crawlnode/crawlnode/fetch"
 	"github.com/crawlnode/crawlnode/frontier"
 	"github.com/crawlnode/crawlnode/internal/badgermem"
+	"github.com/crawlnode/crawlnode/internal/clusterauth"
 	"github.com/crawlnode/crawlnode/outstore"
 	"github.com/crawlnode/crawlnode/ring"
 	"github.com/crawlnode/crawlnode/urlnorm"
@@ -168,9 +169,25 @@ type Config struct {
 	// endpoints (link forwarding, partition streams, forwarded Raft commands), so they can
 	// sit on a private network while the API faces operators. Default: they share HTTPAddr.
 	InternalAddr string
-	// APIToken, when set, is required as "Authorization: Bearer <token>" on every mutating
-	// API request and on the profiling endpoints (Pprof).
+	// APIToken, the operator's token, when set, is required as "Authorization: Bearer
+	// <token>" on every mutating API request and on the profiling endpoints (Pprof), and
+	// opens every read. It opens no node-to-node route (ClusterKeys do).
 	APIToken string
+	// APIReadToken, when set, opens reads (never writes): dashboards and readers of the
+	// corpus that must not change the crawl. Default "".
+	APIReadToken string
+	// APIProtectReads says which reads need a token once one is set: "data" (default,
+	// ""): pages, their text and the export files; "all": every read but health,
+	// readiness, metrics and the dashboard page (api.ProtectData, api.ProtectAll).
+	APIProtectReads string
+	// ClusterKeys are the cluster's keys (--cluster-key-file, CRAWLNODE_CLUSTER_KEY), the
+	// primary first: node-to-node requests are signed with a secret derived from the
+	// first and accepted under any (rotation). None: the development mode, where the
+	// node-to-node routes take loopback callers only (see InsecureCluster).
+	ClusterKeys [][]byte
+	// InsecureCluster accepts node-to-node requests from any address without a cluster
+	// key (--insecure-cluster: a network the operator trusts). Default false.
+	InsecureCluster bool
 	// Pprof serves Go's profiling endpoints (net/http/pprof) under /debug/pprof/ on the
 	// API: a CPU profile of a running node over a stretch of its choosing (a whole-run
 	// profile of a crawl is mostly its start). Off by default: a profile costs the node
@@ -305,6 +322,9 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("%w: seed %q: %v", ErrBadConfig, s, err)
 		}
 	}
+	if err := api.ValidProtectReads(c.APIProtectReads); err != nil {
+		return fmt.Errorf("%w: %v", ErrBadConfig, err)
+	}
 	cc := c.Cluster
 	cc.SetDefaults()
 	if (len(cc.Join) > 0 || cc.BootstrapExpect > 1) && c.HTTPAddr == "" && c.InternalAddr == "" {
@@ -339,6 +359,7 @@ type Node struct {
 	tdmPolicies *hostCache[*tdmPolicy]
 	metrics     *metrics
 	cluster     *cluster.Cluster
+	verifier    *clusterauth.Verifier  // who calls the node-to-node routes
 	repl        *replica.Replicator    // the node's replication, run by cl
 	agent       atomic.Pointer[string] // the user agent now (the job configuration may change it)
 	delay       atomic.Int64           // the default per-host delay now (ns), likewise
@@ -430,13 +451,19 @@ func New(cfg Config) (*Node, error) {
 	}
 	n.robots = newHostCache[*fetch.Robots](100_000)
 	n.tdmPolicies = newHostCache[*tdmPolicy](100_000)
+	signer, verifier, err := newClusterAuth(cfg, n.dir.Node)
+	if err != nil {
+		return nil, fmt.Errorf("%w: cluster key: %v", ErrBadConfig, err)
+	}
+	verifier.TLSPeer = n.tlsPeer()
+	n.verifier = verifier
 	n.cluster, err = cluster.New(cfg.Cluster, cluster.Deps{
 		Self: n.dir.Node, DataDir: n.dir.Path, DB: n.db, Frontier: n.front, Host: clusterHost{n},
 		NewReplication: func(c *cluster.Cluster, interval time.Duration) cluster.Replication {
 			n.repl = n.newReplicator(c, interval, cfg.Logger)
 			return n.repl
 		},
-		Logger: cfg.Logger, Now: cfg.Now, APIToken: cfg.APIToken, Version: Version, DataFormat: dataFormat,
+		Logger: cfg.Logger, Now: cfg.Now, Signer: signer, Version: Version, DataFormat: dataFormat,
 	})
 	if err != nil {
 		return nil, err

@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/crawlnode/crawlnode/api"
 	"github.com/crawlnode/crawlnode/corpus"
 	"github.com/crawlnode/crawlnode/fetch"
 	"github.com/crawlnode/crawlnode/internal/badgermem"
@@ -55,17 +56,19 @@ type crawlFlags struct {
 	logLevel    string
 	logFormat   string
 	robotsRetry time.Duration
-	quiet       bool
-	cpuProfile  string
-	gcHeadroom  int64
-	memProfile  string
-	goroutines  string
-	languages   string
-	scope       string
-	include     listFlag
-	exclude     listFlag
-	join        listFlag
-	durations   map[string]*durationFlag // by flag name
+	// clusterKeyFile is --cluster-key-file (read by loadClusterKeys).
+	clusterKeyFile string
+	quiet          bool
+	cpuProfile     string
+	gcHeadroom     int64
+	memProfile     string
+	goroutines     string
+	languages      string
+	scope          string
+	include        listFlag
+	exclude        listFlag
+	join           listFlag
+	durations      map[string]*durationFlag // by flag name
 }
 
 func newCrawlFlags(name string) *crawlFlags {
@@ -129,7 +132,11 @@ func newCrawlFlags(name string) *crawlFlags {
 	fs.StringVar(&f.goroutines, "goroutine-dump", "", "on SIGUSR1, write the goroutines (grouped by stack, go tool pprof's debug=1 text) to this file, numbered by dump, and a heap profile to FILE.heap.N")
 	addOutputStoreFlags(f)
 	fs.Int64Var(&c.MinFreeDisk, "min-free-disk", 256<<20, "while the data directory's disk has fewer free bytes than this, pause fetching and extraction and refuse writes from peers and seeds (resumes by itself)")
-	fs.StringVar(&c.APIToken, "api-token", "", "bearer token required by every mutating API request, by --pprof's endpoints and by the export files (also CRAWLNODE_API_TOKEN)")
+	fs.StringVar(&c.APIToken, "api-token", "", "the operator's bearer token: required by every mutating API request and by --pprof's endpoints, and opens every read; it opens no node-to-node route (also CRAWLNODE_API_TOKEN)")
+	fs.StringVar(&c.APIReadToken, "api-read-token", "", "bearer token that opens reads only (pages, text, export files; with --api-protect-reads all, every read) (also CRAWLNODE_API_READ_TOKEN)")
+	fs.StringVar(&c.APIProtectReads, "api-protect-reads", "data", "once a token is set, the reads that need one: data (pages, their text, the export files) or all (every read but /healthz, /readyz, /metrics and the dashboard page)")
+	fs.StringVar(&f.clusterKeyFile, "cluster-key-file", "", "the cluster's key: base64 of 16, 24 or 32 random bytes, one a line, the primary first; signs every node-to-node request (else "+clusterKeyEnv+" holds the key; neither: node-to-node routes take loopback callers only)")
+	fs.BoolVar(&c.InsecureCluster, "insecure-cluster", false, "without a cluster key, accept node-to-node requests from any address (a network you trust)")
 	fs.StringVar(&c.HTTPAddr, "http", "127.0.0.1:7070", "HTTP API address (port 0: any free port, written to DIR/http.addr; empty: no API)")
 	fs.StringVar(&c.InternalAddr, "internal-http", "", "separate address for the node-to-node endpoints (default: they share --http)")
 	cl := &c.Cluster
@@ -208,6 +215,14 @@ func (f *crawlFlags) parse(args []string) error {
 		}
 	}
 	c.RobotsRetryBase = f.robotsRetry
+	if err := api.ValidProtectReads(c.APIProtectReads); err != nil {
+		return usageError{"--api-protect-reads: want data or all"}
+	}
+	keys, err := loadClusterKeys(f.clusterKeyFile)
+	if err != nil {
+		return usageError{err.Error()}
+	}
+	c.ClusterKeys = keys
 	if err := checkOutputStoreFlags(c); err != nil {
 		return err
 	}

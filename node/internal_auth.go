@@ -1,0 +1,110 @@
+package node
+
+// Who may call the node-to-node routes, and how much of them at once.
+//
+// Every route under /internal/ needs an authenticated member (clusterauth): the caller's
+// verified client certificate when mutual TLS is on (tlsPeer), else a signature under
+// the cluster key (Config.ClusterKeys), else, with no key (development on one machine),
+// a loopback caller (any caller with Config.InsecureCluster). The operator's API token
+// opens none of them. Then each route takes at most its share of handlers at once (503
+// busy with Retry-After past it) and a bounded body (413 too_large past it); the routes
+// themselves check the lease table (package cluster, replica, dedup).
+
+import (
+	"crypto/tls"
+	"net/http"
+	"strings"
+
+	"github.com/crawlnode/crawlnode/cluster"
+	"github.com/crawlnode/crawlnode/dedup"
+	"github.com/crawlnode/crawlnode/forward"
+	"github.com/crawlnode/crawlnode/internal/clusterauth"
+	"github.com/crawlnode/crawlnode/replica"
+)
+
+// tlsPeer names the caller from its verified client certificate when the node runs
+// mutual TLS on its internal listener; nil while it does not (the only place to point
+// at the TLS layer's peer-name helper).
+func (n *Node) tlsPeer() func(*tls.ConnectionState) (string, error) { return nil }
+
+// newClusterAuth builds the node's request signer and verifier from its configuration.
+func newClusterAuth(cfg Config, self string) (*clusterauth.Signer, *clusterauth.Verifier, error) {
+	var primary []byte
+	if len(cfg.ClusterKeys) > 0 {
+		primary = cfg.ClusterKeys[0]
+	}
+	s, err := clusterauth.NewSigner(self, primary, cfg.Now)
+	if err != nil {
+		return nil, nil, err
+	}
+	v, err := clusterauth.NewVerifier(cfg.ClusterKeys)
+	if err != nil {
+		return nil, nil, err
+	}
+	v.Insecure, v.Now = cfg.InsecureCluster, cfg.Now
+	return s, v, nil
+}
+
+// routeLimit is one internal route's bounds: handlers at once and body bytes.
+type routeLimit struct {
+	inflight int
+	body     int64
+}
+
+// Internal route bounds. Streams (partitions, replicas) are long and few; links and
+// dedup batches are small and many; the rest carry no body worth the name. Partition
+// and replica streams are bounded per record and block by their decoders, and as a
+// whole by maxStreamBytes (a partition of the largest frontier we plan for, with room).
+const maxStreamBytes = 8 << 30
+
+var internalLimits = []struct {
+	prefix string
+	limit  routeLimit
+}{
+	{forward.LinksPath, routeLimit{inflight: 32, body: forward.MaxWireBytes}},
+	{dedup.Path, routeLimit{inflight: 32, body: dedup.MaxWireBytes}},
+	{replica.Path, routeLimit{inflight: 8, body: maxStreamBytes}},
+	{"/internal/v1/partitions/", routeLimit{inflight: 4, body: maxStreamBytes}},
+	{"/internal/v1/raft/apply", routeLimit{inflight: 32, body: cluster.MaxCommandBytes}},
+	{"/internal/v1/raft/index", routeLimit{inflight: 8, body: 4 << 10}},
+	{"/internal/v1/idle", routeLimit{inflight: 16, body: 4 << 10}},
+}
+
+// otherInternalLimit bounds any other path under /internal/ (404s included).
+var otherInternalLimit = routeLimit{inflight: 16, body: 4 << 10}
+
+// limitRoutes bounds each internal route's handlers in flight and request body.
+func limitRoutes(next http.Handler) http.Handler {
+	type gate struct {
+		limit routeLimit
+		sem   chan struct{}
+	}
+	gates := make([]gate, len(internalLimits))
+	for i, l := range internalLimits {
+		gates[i] = gate{l.limit, make(chan struct{}, l.limit.inflight)}
+	}
+	other := gate{otherInternalLimit, make(chan struct{}, otherInternalLimit.inflight)}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		g := &other
+		for i, l := range internalLimits {
+			if r.URL.Path == l.prefix || (strings.HasSuffix(l.prefix, "/") && strings.HasPrefix(r.URL.Path, l.prefix)) {
+				g = &gates[i]
+				break
+			}
+		}
+		if r.ContentLength > g.limit.body {
+			writeError(w, http.StatusRequestEntityTooLarge, "too_large", "%s takes at most %d bytes", r.URL.Path, g.limit.body)
+			return
+		}
+		select {
+		case g.sem <- struct{}{}:
+		default:
+			w.Header().Set("Retry-After", "1")
+			writeError(w, http.StatusServiceUnavailable, "busy", "%s: %d requests in flight already; retry later", r.URL.Path, g.limit.inflight)
+			return
+		}
+		defer func() { <-g.sem }()
+		r.Body = http.MaxBytesReader(w, r.Body, g.limit.body)
+		next.ServeHTTP(w, r)
+	})
+}
