@@ -83,8 +83,13 @@ func (c *Cluster) applyHandler(w http.ResponseWriter, r *http.Request) {
 	res, err := c.ctl.Apply(cmd)
 	if err != nil {
 		code := http.StatusServiceUnavailable
-		if errors.Is(err, control.ErrNotLeader) {
+		switch {
+		case errors.Is(err, control.ErrNotLeader):
 			code = http.StatusMisdirectedRequest
+		case errors.Is(err, control.ErrInvalidCommand):
+			// Refused by the state machine (a configuration out of bounds...): final.
+			httpjson.WriteError(w, http.StatusBadRequest, "invalid", "%v", err)
+			return
 		}
 		httpjson.WriteError(w, code, "not_applied", "%v", err)
 		return

@@ -157,6 +157,27 @@ func TestInternalRoutesRefuseForgedRequests(t *testing.T) {
 		}
 	}
 
+	// A member, properly signed, cannot make the configuration impolite either: the
+	// leader's state machine refuses a configuration out of bounds (400 invalid).
+	absurd := cur
+	absurd.DefaultDelay, absurd.PerHost = time.Nanosecond, 10_000
+	absurdCmd, err := control.Encode(control.SetConfig{Config: absurd, ExpectVersion: cur.Version, At: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	signedMember, _ := clusterauth.NewSigner(other.Name(), key, nil)
+	req, _ := http.NewRequest("POST", base+"/internal/v1/raft/apply", bytes.NewReader(absurdCmd))
+	signedMember.Sign(req)
+	if resp, err := client.Do(req); err != nil {
+		t.Fatal(err)
+	} else {
+		msg, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || !bytes.Contains(msg, []byte(`"code": "invalid"`)) {
+			t.Errorf("out-of-bounds configuration from a member: %d %s, want refused as invalid", resp.StatusCode, msg)
+		}
+	}
+
 	// A member, properly signed, may still send only what the lease table allows. (A
 	// stream of a partition the receiver holds, at the receiver's epoch, is the sweep's:
 	// any member may send its leftovers, merged as a union.)
@@ -197,7 +218,7 @@ func TestInternalRoutesRefuseForgedRequests(t *testing.T) {
 	}
 
 	// The control: the same member, signed, is heard, and its own links land.
-	req, _ := http.NewRequest("GET", base+"/internal/v1/idle", nil)
+	req, _ = http.NewRequest("GET", base+"/internal/v1/idle", nil)
 	member.Sign(req)
 	if resp, err := client.Do(req); err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("signed member GET idle: %v %v", resp, err)

@@ -325,6 +325,13 @@ func (c *Config) Validate() error {
 	if err := api.ValidProtectReads(c.APIProtectReads); err != nil {
 		return fmt.Errorf("%w: %v", ErrBadConfig, err)
 	}
+	if c.APIReadToken != "" && c.APIToken == "" {
+		// Reads guarded and writes open, or no write possible: neither is what was meant.
+		return fmt.Errorf("%w: an API read token needs an API token (--api-token) for the writes", ErrBadConfig)
+	}
+	if c.APIReadToken != "" && c.APIReadToken == c.APIToken {
+		return fmt.Errorf("%w: the API read token must differ from the API token", ErrBadConfig)
+	}
 	cc := c.Cluster
 	cc.SetDefaults()
 	if (len(cc.Join) > 0 || cc.BootstrapExpect > 1) && c.HTTPAddr == "" && c.InternalAddr == "" {
