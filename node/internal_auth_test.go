@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"testing"
 	"time"
 
+	"github.com/crawlnode/crawlnode/cluster"
 	"github.com/crawlnode/crawlnode/control"
 	"github.com/crawlnode/crawlnode/dedup"
 	"github.com/crawlnode/crawlnode/forward"
@@ -234,5 +236,81 @@ func TestInternalRoutesRefuseForgedRequests(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK || stateOf(target).seen != before[0].seen+1 {
 		t.Errorf("a member's own links: %d, seen %d -> %d", resp.StatusCode, before[0].seen, stateOf(target).seen)
+	}
+}
+
+// Each internal route takes at most its share of handlers at once (503 busy with
+// Retry-After past it) and a bounded body (413 too_large past it, declared or streamed).
+func TestInternalRouteBounds(t *testing.T) {
+	release := make(chan struct{})
+	entered := make(chan struct{}, 64)
+	h := limitRoutes(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/internal/v1/raft/index" {
+			entered <- struct{}{}
+			<-release
+			return
+		}
+		if _, err := io.ReadAll(r.Body); err != nil {
+			writeError(w, http.StatusRequestEntityTooLarge, "too_large", "%v", err)
+		}
+	}))
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	const limit = 8 // the index route's bound
+	done := make(chan int, limit)
+	for range limit {
+		go func() {
+			resp, err := http.Get(srv.URL + "/internal/v1/raft/index")
+			if err != nil {
+				done <- 0
+				return
+			}
+			resp.Body.Close()
+			done <- resp.StatusCode
+		}()
+	}
+	for range limit {
+		<-entered
+	}
+	resp, err := http.Get(srv.URL + "/internal/v1/raft/index")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("request %d in flight: %d (Retry-After %q), want 503 with Retry-After", limit+1, resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	// Another route has its own share.
+	resp, err = http.Get(srv.URL + "/internal/v1/idle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("idle while index is full: %d", resp.StatusCode)
+	}
+	close(release)
+	for range limit {
+		if c := <-done; c != http.StatusOK {
+			t.Errorf("a request within the bound: %d", c)
+		}
+	}
+	// Bodies: a Raft command over its bound, declared and streamed (no length).
+	big := bytes.Repeat([]byte("x"), cluster.MaxCommandBytes+1)
+	resp, err = http.Post(srv.URL+"/internal/v1/raft/apply", "application/octet-stream", bytes.NewReader(big))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Errorf("declared oversize command: %d, want 413", resp.StatusCode)
+	}
+	resp, err = http.Post(srv.URL+"/internal/v1/raft/apply", "application/octet-stream", io.MultiReader(bytes.NewReader(big)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Errorf("streamed oversize command: %d, want 413", resp.StatusCode)
 	}
 }
