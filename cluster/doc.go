@@ -56,9 +56,16 @@
 //     extract stage has caught up, a node still waits (WaitExtracted) until no alive
 //     member has an extract backlog: those members' duplicate decisions may need the keys
 //     this node owns (package dedup), and they would wait for ever for an owner gone.
-//   - Internal node-to-node calls are plain HTTP on the API address under /internal/
-//     (or on the node's internal listener when it has one), carrying the API token when
-//     one is set. docs/architecture.md, "Cross-node messages", lists every one.
+//   - Internal node-to-node calls are HTTP on the API address under /internal/ (or on
+//     the node's internal listener when it has one), signed as this node by the
+//     cluster's client (Deps.Signer over Deps.Transport; never the operator's token).
+//     The routes trust the caller's name the node authenticated (clusterauth.PeerFrom)
+//     and check it against the table (authz.go): a links batch, a partition stream and a
+//     replica stream must come from the sender they name; a forwarded Raft command only
+//     as its sender may send it (its own page budget, leases it holds, the leader's own
+//     decisions from voters only); job changes from any member, as the state machine
+//     validates every configuration as a whole. docs/architecture.md, "Cross-node
+//     messages", lists every one.
 //   - The cluster talks to the node's frontier through the Frontier interface and to the
 //     node through Host (job settings, its fetch counters): no back-pointer to the node,
 //     so a test can run the cluster's decisions over a fake frontier.

@@ -19,6 +19,23 @@
 //     asks it whether a partition may be fetched and routes links through it;
 //     cluster_api.go builds the cluster view, routes public reads to a host's owner, and
 //     serves the internal listener (cluster.Routes plus replication's route).
+//   - Who may call the node-to-node routes (internal_auth.go): authenticated members
+//     only, never the operator's token. The caller's name comes from its verified client
+//     certificate once mutual TLS is on (tlsPeer, the one place that names it), else
+//     from an HMAC signature under a secret derived from the cluster key
+//     (Config.ClusterKeys, --cluster-key-file or CRAWLNODE_CLUSTER_KEY; any key of the
+//     ring verifies, the first signs), which the cluster's HTTP client puts on every
+//     request it sends (links, partition and replica streams, dedup, Raft forwarding,
+//     status and routed reads). The name must be a member (the registry, or gossip for a
+//     node still joining: 403 otherwise), and each route then holds it against the lease
+//     table (package cluster's authz.go, replica, dedup). Each route has a bound on
+//     handlers in flight (503 busy, Retry-After) and on its body (413 too_large).
+//   - With no cluster key (development on one machine), the node-to-node routes believe
+//     the name a loopback caller gives and refuse every other address; what holds there
+//     is only what the lease table checks (a process on the same machine can speak for
+//     any member). --insecure-cluster extends that belief to every address, for a
+//     network the operator trusts. The node says so in one line at start when it listens
+//     beyond loopback that way.
 //   - Replication: New builds the node's replica.Replicator over the cluster
 //     (replica_wiring.go); package replica's doc has its design.
 //   - The HTTP API: package api serves the public /v1 routes (its doc lists them) over
