@@ -51,7 +51,7 @@ type routeLimit struct {
 	body     int64
 }
 
-// Internal route bounds. Streams (partitions, replicas) are long and few; links and
+// Internal route bounds. Streams (partitions, replicas) are long and fewer; links and
 // dedup batches are small and many; the rest carry no body worth the name. Partition
 // and replica streams are bounded per record and block by their decoders, and as a
 // whole by maxStreamBytes (a partition of the largest frontier we plan for, with room).
@@ -63,8 +63,10 @@ var internalLimits = []struct {
 }{
 	{forward.LinksPath, routeLimit{inflight: 32, body: forward.MaxWireBytes}},
 	{dedup.Path, routeLimit{inflight: 32, body: dedup.MaxWireBytes}},
-	{replica.Path, routeLimit{inflight: 8, body: maxStreamBytes}},
-	{"/internal/v1/partitions/", routeLimit{inflight: 4, body: maxStreamBytes}},
+	{replica.Path, routeLimit{inflight: 16, body: maxStreamBytes}},
+	// Each sender hands off at most 4 partitions at once (cluster.maxHandoffs); a node
+	// that joins receives from every other member at once.
+	{"/internal/v1/partitions/", routeLimit{inflight: 16, body: maxStreamBytes}},
 	{"/internal/v1/raft/apply", routeLimit{inflight: 32, body: cluster.MaxCommandBytes}},
 	{"/internal/v1/raft/index", routeLimit{inflight: 8, body: 4 << 10}},
 	{"/internal/v1/idle", routeLimit{inflight: 16, body: 4 << 10}},
