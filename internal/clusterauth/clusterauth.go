@@ -13,7 +13,7 @@
 //     (Verifier.TLSPeer, pointed at the TLS layer's peer-name helper), else from a valid
 //     signature under one of the cluster keys (all of a keyring's keys are accepted, the
 //     first signs, so a key can be rotated in while the cluster runs), else, with no
-//     cluster key at all, from the unauthenticated X-Crawlnode-Peer header of a loopback
+//     cluster key at all, from the unauthenticated X-Crawlnode-Member header of a loopback
 //     caller only (the one-machine development mode), or of any caller when the operator
 //     said Insecure (--insecure-cluster: a network the operator trusts).
 //   - The operator's API token is never a cluster credential: Require ignores
@@ -50,8 +50,8 @@ import (
 
 // Header names carried by a signed request.
 const (
-	HeaderPeer = "X-Crawlnode-Peer" // the sending node's name
-	HeaderAuth = "X-Crawlnode-Auth" // "v1 t=<unix seconds> s=<hex HMAC>"
+	HeaderPeer = "X-Crawlnode-Member" // the sending node's name (the same header as the TLS layer's peerauth.MemberHeader)
+	HeaderAuth = "X-Crawlnode-Auth"   // "v1 t=<unix seconds> s=<hex HMAC>"
 )
 
 // MaxSkew is how far a signature's time may be from the receiver's clock, either way.
