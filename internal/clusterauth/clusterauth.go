@@ -282,3 +282,14 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	t.Signer.Sign(r2)
 	return base.RoundTrip(r2)
 }
+
+// CloseIdleConnections lets http.Client.CloseIdleConnections reach the base transport.
+func (t *Transport) CloseIdleConnections() {
+	base := t.Base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	if c, ok := base.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
