@@ -53,7 +53,11 @@
 //     holds the page). With no token at all, everything is open. A refusal is 401
 //     unauthorized with WWW-Authenticate; tokens are compared in constant time. The
 //     operator token opens no node-to-node route (/internal/...): those take cluster
-//     credentials only (the node's internal_auth.go, package internal/clusterauth).
+//     credentials only (the node's internal_auth.go): a member's mutual TLS certificate
+//     name when TLS is on (internal/peerauth), else its HMAC signature under the cluster
+//     key (internal/clusterauth); with no key, loopback callers only, or any caller with
+//     --insecure-cluster. The same Guard protects the operator's keyring endpoint
+//     (/v1/keyring, the node's): listing is a view, a rotation step a write.
 //     Why these defaults: the pages and their text are the crawl's product (and may hold
 //     what a site meant for its users only), so once an operator sets a token they are
 //     guarded with it; the views are what the dashboard polls, figures and host names

@@ -109,5 +109,7 @@
 // Reading errors. Scan delivers every good record before damage, then returns an error naming
 // the file and offset, wrapping ErrTruncated (the data ends inside a gzip member) or ErrCorrupt
 // (not a gzip member, bad checksum, bad WARC grammar, or ErrDigest on a digest mismatch).
-// Only files with one record per member (what this package writes) are read.
+// Only files with one record per member (what this package writes) are read. ReadResponse
+// checks a Location against the file's size before it allocates: a location from a damaged
+// index or store that runs past the end is ErrTruncated, whatever length it names.
 package archive

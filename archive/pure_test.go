@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-func gz(t *testing.T, b []byte) []byte {
+func gz(t testing.TB, b []byte) []byte {
 	t.Helper()
 	var out bytes.Buffer
 	zw := gzip.NewWriter(&out)

@@ -55,6 +55,15 @@ func ReadResponse(dir string, loc Location) (*Record, error) {
 		return nil, ioErr("open", path, err)
 	}
 	defer func() { _ = f.Close() }()
+	// A location from a damaged index or store may name any length: allocate only what the
+	// file can hold.
+	st, err := f.Stat()
+	if err != nil {
+		return nil, ioErr("stat", path, err)
+	}
+	if loc.Offset > st.Size() || loc.Length > st.Size()-loc.Offset {
+		return nil, fmt.Errorf("%w: %s at offset %d: file ends inside the record", ErrTruncated, path, loc.Offset)
+	}
 	raw := make([]byte, loc.Length)
 	if n, err := f.ReadAt(raw, loc.Offset); n < len(raw) {
 		if errors.Is(err, io.EOF) {
@@ -135,18 +144,29 @@ func (c *countReader) Read(p []byte) (int, error) {
 // consumes past the end of a member and member boundaries are exact: bytes read minus bytes
 // still buffered.
 func scanMembers(r io.Reader, path string, base int64, fn func(off, length int64, r *Record) error) (goodEnd int64, err error) {
-	cr := &countReader{r: r}
-	br := bufio.NewReaderSize(cr, 256<<10)
-	pos := func() int64 { return base + cr.n - int64(br.Buffered()) }
 	var zr *gzip.Reader
+	return scanMembersWith(bufio.NewReaderSize(nil, 256<<10), &zr, r, path, base, fn)
+}
+
+// scanMembersWith is scanMembers reading through br (reset to r) and the gzip reader *zrp
+// (created when nil), so that salvage probes, one per candidate offset, allocate nothing.
+func scanMembersWith(br *bufio.Reader, zrp **gzip.Reader, r io.Reader, path string, base int64, fn func(off, length int64, r *Record) error) (goodEnd int64, err error) {
+	cr := &countReader{r: r}
+	br.Reset(cr)
+	defer br.Reset(nil)
+	pos := func() int64 { return base + cr.n - int64(br.Buffered()) }
 	goodEnd = base
 	for {
 		off := pos()
-		if zr == nil {
-			zr, err = gzip.NewReader(br)
+		if *zrp == nil {
+			var nz *gzip.Reader
+			if nz, err = gzip.NewReader(br); err == nil {
+				*zrp = nz
+			}
 		} else {
-			err = zr.Reset(br)
+			err = (*zrp).Reset(br)
 		}
+		zr := *zrp
 		if err == io.EOF {
 			return goodEnd, nil
 		}
@@ -231,7 +251,7 @@ func parseRecord(data []byte) (*Record, error) {
 	if err != nil || n < 0 {
 		return nil, bad("bad Content-Length %q", get("Content-Length"))
 	}
-	if int64(len(rest)) < n+4 || !bytes.Equal(rest[n:], []byte("\r\n\r\n")) {
+	if n > int64(len(rest))-4 || !bytes.Equal(rest[n:], []byte("\r\n\r\n")) { // no n+4: it overflows
 		return nil, bad("block of %d bytes not followed by CRLF CRLF at end of member", n)
 	}
 	block := rest[:n]

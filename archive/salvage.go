@@ -1,11 +1,14 @@
 package archive
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/klauspost/compress/gzip"
 )
 
 // Damage is a region of a WARC file that could not be read.
@@ -49,6 +52,11 @@ func ScanSalvage(path string, fn func(off, length int64, r *Record) error, onDam
 		return ioErr("stat", path, err)
 	}
 	size := st.Size()
+	// One probe reader, gzip reader and search window for every candidate: a damaged region
+	// dense with gzip magic bytes has a candidate every 3 bytes.
+	probe := bufio.NewReaderSize(nil, 4<<10)
+	var probeZ *gzip.Reader
+	magic := magicFinder{f: f, size: size, buf: make([]byte, 64<<10)}
 	var from int64
 	for from < size {
 		goodEnd, err := scanMembers(io.NewSectionReader(f, from, size-from), path, from, fn)
@@ -61,14 +69,14 @@ func ScanSalvage(path string, fn func(off, length int64, r *Record) error, onDam
 		// Find the next member after the damage whose record reads cleanly.
 		resume := int64(-1)
 		for cand := goodEnd + 1; ; cand++ {
-			next, ferr := findMagic(f, cand, size)
+			next, ferr := magic.next(cand)
 			if ferr != nil {
 				return ioErr("read", path, ferr)
 			}
 			if next < 0 {
 				break
 			}
-			if _, perr := scanMembers(io.NewSectionReader(f, next, size-next), path, next, func(int64, int64, *Record) error {
+			if _, perr := scanMembersWith(probe, &probeZ, io.NewSectionReader(f, next, size-next), path, next, func(int64, int64, *Record) error {
 				return errProbeOK
 			}); errors.Is(perr, errProbeOK) {
 				resume = next
@@ -90,21 +98,37 @@ func ScanSalvage(path string, fn func(off, length int64, r *Record) error, onDam
 // errProbeOK ends a probe scan after its first good record.
 var errProbeOK = errors.New("archive: probe found a good record")
 
-// findMagic returns the offset of the first gzip member header at or after from, or -1.
-func findMagic(f *os.File, from, size int64) (int64, error) {
-	buf := make([]byte, 1<<20)
-	for from < size {
-		n, err := f.ReadAt(buf, from)
-		if n == 0 && err != nil && err != io.EOF {
-			return -1, err
+// magicFinder finds gzip member headers in a file through one window, read again only when
+// a search leaves it, so that finding every candidate of a region reads it about once.
+type magicFinder struct {
+	f     *os.File
+	size  int64
+	buf   []byte
+	start int64 // file offset of buf[0]
+	n     int   // valid bytes in buf
+}
+
+// next returns the offset of the first gzip member header at or after from, or -1.
+func (m *magicFinder) next(from int64) (int64, error) {
+	for from < m.size {
+		if from < m.start || from+int64(len(gzipMagic)) > m.start+int64(m.n) {
+			n, err := m.f.ReadAt(m.buf, from)
+			if n == 0 && err != nil && err != io.EOF {
+				return -1, err
+			}
+			m.start, m.n = from, n
+			if n < len(gzipMagic) {
+				return -1, nil
+			}
 		}
-		if i := bytes.Index(buf[:n], gzipMagic); i >= 0 {
+		if i := bytes.Index(m.buf[from-m.start:m.n], gzipMagic); i >= 0 {
 			return from + int64(i), nil
 		}
-		if n < len(gzipMagic) || err == io.EOF {
+		end := m.start + int64(m.n)
+		if end >= m.size {
 			return -1, nil
 		}
-		from += int64(n - len(gzipMagic) + 1)
+		from = end - int64(len(gzipMagic)) + 1
 	}
 	return -1, nil
 }

@@ -20,7 +20,7 @@ import (
 	"github.com/crawlnode/crawlnode/forward"
 	"github.com/crawlnode/crawlnode/frontier"
 	"github.com/crawlnode/crawlnode/gossip"
-	"github.com/crawlnode/crawlnode/internal/clusterauth"
+	"github.com/crawlnode/crawlnode/internal/peerauth"
 	"github.com/crawlnode/crawlnode/ring"
 )
 
@@ -50,6 +50,17 @@ type Config struct {
 	// given to others. Default 30s. Longer survives slower restarts; shorter recovers a
 	// dead node's partitions sooner.
 	Grace time.Duration
+	// Members only (security.go). ClusterKey, when set, encrypts and authenticates gossip
+	// (16, 24 or 32 bytes; --cluster-key-file or CRAWLNODE_CLUSTER_KEY); it seeds the
+	// keyring kept in DIR/keyring.json, which a rotation changes and which wins over it
+	// once it exists. TLS, when set, runs Raft and every node-to-node HTTP call over
+	// mutual TLS (--tls-ca, --tls-cert, --tls-key). InsecureCluster lets a node serve
+	// gossip, Raft or the internal endpoints beyond loopback without both
+	// (--insecure-cluster); without it such a node refuses to start (CheckExposure).
+	ClusterKey      []byte
+	TLS             *peerauth.Creds
+	InsecureCluster bool
+
 	// ReplicaInterval is how often each held partition's changes are copied to its backup
 	// node (package replica). Default 1s; negative: no replicas (a node lost for good
 	// loses what it held).
@@ -152,6 +163,8 @@ type Cluster struct {
 	handing   map[uint16]bool           // handoffs running from here
 	lastSweep time.Time
 
+	keyMu sync.Mutex // serialises keyring steps and their saves
+
 	// leadMu serialises the leader's rounds (deadSince is theirs); handoffMu the starts
 	// of handoffs.
 	leadMu    sync.Mutex
@@ -205,16 +218,13 @@ func New(cfg Config, d Deps) (*Cluster, error) {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
-	// Every node-to-node request goes through c.client, which signs it as this node
-	// (links, partition streams, replica rounds, dedup, forwarded Raft commands, reads).
-	var base http.RoundTripper = d.Transport
-	if base == nil {
-		base = &http.Transport{MaxIdleConnsPerHost: 8, IdleConnTimeout: 30 * time.Second}
-	}
 	c := &Cluster{
 		cfg: cfg, deps: d, front: d.Frontier, host: d.Host, self: d.Self, now: d.Now,
-		log:       d.Logger.With("component", "cluster", "node", d.Self),
-		client:    &http.Client{Timeout: 60 * time.Second, Transport: &clusterauth.Transport{Base: base, Signer: d.Signer}},
+		log: d.Logger.With("component", "cluster", "node", d.Self),
+		// Every node-to-node request goes through c.client, which signs it as this node
+		// (links, partition streams, replica rounds, dedup, forwarded Raft commands,
+		// reads, keyring steps).
+		client:    newClient(cfg, d),
 		handing:   map[uint16]bool{},
 		received:  map[uint16]time.Time{},
 		deadSince: map[string]time.Time{},
@@ -264,7 +274,15 @@ func (c *Cluster) Start(ctx context.Context, httpAddr string) error {
 	c.mu.Unlock()
 
 	libLog := slog.New(newQuietLibs(c.deps.Logger.Handler()))
+	keys, err := c.loadKeyring()
+	if err != nil {
+		return err
+	}
+	if err := c.authKeys(keys); err != nil {
+		return err
+	}
 	g, err := gossip.New(gossip.Config{
+		Keys:          keys,
 		Name:          c.self,
 		BindAddr:      c.cfg.BindAddr,
 		AdvertiseAddr: c.cfg.AdvertiseAddr,
@@ -289,6 +307,7 @@ func (c *Cluster) Start(ctx context.Context, httpAddr string) error {
 		RaftAdvertise:   raftAdv,
 		HTTPAddr:        httpAdv,
 		DataDir:         filepath.Join(c.deps.DataDir, "control"),
+		TLS:             c.cfg.TLS,
 		BootstrapExpect: c.cfg.BootstrapExpect,
 		Profile:         c.cfg.Profile,
 		Logger:          libLog,
@@ -497,7 +516,7 @@ func (c *Cluster) leaderIndex(ctx context.Context) (uint64, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	if err := c.Get(ctx, "http://"+addr+"/internal/v1/raft/index", &out); err != nil {
+	if err := c.Get(ctx, c.PeerURL(addr)+"/internal/v1/raft/index", &out); err != nil {
 		return 0, err
 	}
 	return out.Index, nil
@@ -648,11 +667,11 @@ func linksToCandidates(links []forward.Link) []frontier.Candidate {
 func (c *Cluster) InternalURL(peer string) (string, bool) {
 	for _, m := range c.gossip.Members() {
 		if m.Name == peer && m.Status == gossip.StatusAlive && m.Meta.HTTPAddr != "" {
-			return "http://" + m.Meta.HTTPAddr, true
+			return c.PeerURL(m.Meta.HTTPAddr), true
 		}
 	}
 	if mi, ok := c.tab.Load().members[peer]; ok && mi.HTTPAddr != "" {
-		return "http://" + mi.HTTPAddr, true
+		return c.PeerURL(mi.HTTPAddr), true
 	}
 	return "", false
 }
@@ -854,7 +873,7 @@ func (c *Cluster) Apply(ctx context.Context, cmd control.Command) (ApplyResult, 
 		return ApplyResult{}, err
 	}
 	var out ApplyResult
-	if err := c.post(ctx, "http://"+nle.LeaderHTTP+"/internal/v1/raft/apply", "application/octet-stream", body, &out); err != nil {
+	if err := c.post(ctx, c.PeerURL(nle.LeaderHTTP)+"/internal/v1/raft/apply", "application/octet-stream", body, &out); err != nil {
 		return ApplyResult{}, err
 	}
 	return out, nil

@@ -80,6 +80,10 @@ type Deps struct {
 	// Signer signs every node-to-node request as this node (clusterauth); nil: requests
 	// go unsigned (tests that serve no internal route).
 	Signer *clusterauth.Signer
+	// Verifier checks the callers of this node's internal routes (the node serves them);
+	// the cluster points it, and Signer, at the keyring's keys at start and after every
+	// keyring step. nil: nothing to keep in step.
+	Verifier *clusterauth.Verifier
 	// Transport carries node-to-node requests (the TLS layer's, when mutual TLS is on);
 	// nil: plain HTTP with a small idle pool.
 	Transport http.RoundTripper

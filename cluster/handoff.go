@@ -440,7 +440,7 @@ func (c *Cluster) WaitExtracted(ctx context.Context) error {
 				continue
 			}
 			var rep idleReport
-			if err := c.Get(ctx, "http://"+m.Meta.HTTPAddr+"/internal/v1/idle", &rep); err != nil || rep.Extracting > 0 {
+			if err := c.Get(ctx, c.PeerURL(m.Meta.HTTPAddr)+"/internal/v1/idle", &rep); err != nil || rep.Extracting > 0 {
 				waiting = name
 				break
 			}
@@ -486,7 +486,7 @@ func (c *Cluster) Done(ctx context.Context, prev *int64) bool {
 				*prev = -1
 				return false
 			}
-			if err := c.Get(ctx, "http://"+m.Meta.HTTPAddr+"/internal/v1/idle", &rep); err != nil {
+			if err := c.Get(ctx, c.PeerURL(m.Meta.HTTPAddr)+"/internal/v1/idle", &rep); err != nil {
 				*prev = -1
 				return false
 			}

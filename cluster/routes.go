@@ -30,6 +30,7 @@ func (c *Cluster) Routes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /internal/v1/partitions/{p}", c.importHandler)
 	mux.HandleFunc("POST /internal/v1/raft/apply", c.applyHandler)
 	mux.HandleFunc("GET /internal/v1/raft/index", c.indexHandler)
+	mux.HandleFunc(KeyringPath, c.keyringHandler)
 	mux.HandleFunc("GET /internal/v1/idle", func(w http.ResponseWriter, r *http.Request) {
 		httpjson.Write(w, http.StatusOK, c.localIdle())
 	})

@@ -1,6 +1,8 @@
 package control
 
 import (
+	"github.com/crawlnode/crawlnode/internal/peerauth"
+
 	"errors"
 	"fmt"
 	"log/slog"
@@ -32,6 +34,12 @@ type Config struct {
 	// RaftAdvertise is the address peers dial (host:port, an IP literal). Default: the
 	// listener's address, which must then not be a wildcard (0.0.0.0).
 	RaftAdvertise string
+
+	// TLS, when set, runs the Raft transport over mutual TLS with these credentials: every
+	// connection is authenticated by the cluster's CA, and a request whose sender's server
+	// ID is not the node name its certificate carries is refused (tlsstream.go). nil:
+	// plain TCP (loopback clusters, --insecure-cluster). Ignored with Transport.
+	TLS *peerauth.Creds
 
 	// HTTPAddr is this node's HTTP address, stored in the member registry so that a node
 	// that gets ErrNotLeader can forward to the leader. Optional.

@@ -154,9 +154,13 @@ func (c *Control) Start(ctx context.Context) error {
 			}
 			adv = a
 		}
-		stream, err := newTCPStream(c.cfg.RaftBindAddr, adv)
+		tcp, err := newTCPStream(c.cfg.RaftBindAddr, adv)
 		if err != nil {
 			return fmt.Errorf("control: raft transport: %w", err)
+		}
+		var stream raft.StreamLayer = tcp
+		if c.cfg.TLS != nil {
+			stream = &tlsStream{tcpStream: tcp, creds: c.cfg.TLS, log: c.log}
 		}
 		trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 			Stream: stream, MaxPool: 3, Timeout: 10 * time.Second, Logger: c.hlog.Named("transport")})

@@ -75,6 +75,13 @@
 //     are replicated; for that short catch-up it may still see a lease that was forced
 //     away. Epochs keep its transfers out (receivers refuse old epochs); politeness is
 //     at risk only for that window.
+//   - Mutual TLS (Config.TLS): the stream layer dials and accepts TLS with the node's
+//     certificate; an accepted connection needs a client certificate of the cluster's CA,
+//     and each RPC read from it must carry, as its sender's server ID, the node name the
+//     certificate carries (tlsstream.go checks one frame ahead of NetworkTransport, which
+//     tells nothing about connections). A member cannot vote, lead or install a snapshot
+//     under another member's name; a refused frame closes the connection. The dialer
+//     checks the server's chain, not its name: the receiver's check is what binds names.
 //   - Transport: raft's NetworkTransport over our own TCP stream layer, which also closes
 //     accepted connections on Close (raft's TCPStreamLayer leaves the inbound handlers of
 //     a shut-down node running until each peer drops its connection). Shutdown also

@@ -142,7 +142,7 @@ type Config struct {
 	PDF PDFConfig
 	// Load returns the page body for a job, e.g. read back from WARC (required). HTML that is
 	// valid UTF-8 is parsed as is; anything else is decoded by the Content-Type charset, a BOM
-	// or <meta charset>, as browsers do.
+	// or <meta charset>, as browsers do, and invalid UTF-8 left after that becomes U+FFFD.
 	Load func(ctx context.Context, j Job) (body []byte, err error)
 	// Filters are the corpus filters of the job.
 	Filters Filters
@@ -270,6 +270,11 @@ type Job struct {
 	// HostTDMReserved: the host's /.well-known/tdmrep.json reserves TDM rights for this URL
 	// (looked up by the node).
 	HostTDMReserved bool `json:"host_tdm_reserved,omitempty"`
+	// PayloadOf is the URL of the page whose identical payload (same bytes, WARC payload
+	// digest) another node archived first: this response was written as a WARC revisit
+	// record and its payload is not on this node. The stage does not read it back: the
+	// record is an exact duplicate of that page (the same bytes have the same text).
+	PayloadOf string `json:"payload_of,omitempty"`
 }
 
 // Quality holds the page's quality signals.

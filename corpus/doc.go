@@ -38,6 +38,9 @@
 //     with the same rules; a call that fails is retried with backoff, writing nothing and
 //     keeping the jobs queued, so an unreachable owner holds extraction back (bounded by
 //     MaxBacklog), never fetching, and decides nothing on a guess.
+//   - A job with PayloadOf (a WARC revisit record whose identical payload another node
+//     archived, so the bytes are not here) is not read back: its record is an exact
+//     duplicate of that URL, with no text, and enters no index.
 //   - Markdown beside the text (Record.Markdown, unless Config.NoMarkdown): the same main
 //     content go-trafilatura's text is made of, with headings, paragraphs, lists, tables,
 //     code blocks, emphasis, links (absolute) and images' alt text; see "Markdown" below.

@@ -20,6 +20,8 @@ import (
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
 	"golang.org/x/net/html/charset"
+	xunicode "golang.org/x/text/encoding/unicode"
+	"golang.org/x/text/transform"
 )
 
 // extractor turns one page into a Record (no duplicate decision: that needs the shared index
@@ -310,7 +312,10 @@ func parseHTML(body []byte, contentType string) (*html.Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	return html.Parse(cr)
+	// charset passes bytes through untouched when it settles on UTF-8 (no label, and a
+	// prefix that looks like UTF-8): invalid sequences then become U+FFFD here, as browsers
+	// show them, so every text and attribute of the tree is valid UTF-8.
+	return html.Parse(transform.NewReader(cr, xunicode.UTF8.NewDecoder()))
 }
 
 // normalizeLang turns "en-US", "EN_gb", "en" into "en"; anything else not two letters into "".

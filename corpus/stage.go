@@ -500,6 +500,14 @@ func (s *Stage) process(ctx context.Context, j *Job) (a analysis, dropped bool) 
 		rec.OptOut = optOutSignals(j, nil, s.extractor.token)
 		return analysis{rec: rec}, false
 	}
+	if j.PayloadOf != "" {
+		// An identical payload archived on another node (a WARC revisit record here): its
+		// text is the original's, so it is an exact duplicate of it, decided with no read.
+		rec := baseRecord(j)
+		rec.OptOut = optOutSignals(j, nil, s.extractor.token)
+		markDup(&rec, j.PayloadOf, DupExact, 0, false)
+		return analysis{rec: rec}, false
+	}
 	body, err := s.cfg.Load(ctx, *j)
 	if err != nil {
 		if ctx.Err() != nil {

@@ -1,6 +1,6 @@
-// Package dedup makes the corpus's duplicate decisions for the whole cluster: each
-// duplicate key has one owner, the lease holder of the key's partition, and that owner
-// decides it.
+// Package dedup makes the duplicate decisions for the whole cluster, the corpus's (exact
+// and near texts) and the WARC's (identical payloads, revisit records): each duplicate key
+// has one owner, the lease holder of the key's partition, and that owner decides it.
 //
 // Duties:
 //
@@ -23,6 +23,8 @@
 //     to corpus.Config.DecideBatch pages; their operations are grouped per owner, one
 //     request per owner and round, all owners at once; this node's share is applied in
 //     process with no network hop (a single node never leaves the process).
+//   - Ask the owners about payloads (Payloads): a lookup before a response is archived, a
+//     registration once its full record is written; see "Identical payloads" below.
 //
 // The decision, in two rounds:
 //
@@ -72,7 +74,52 @@
 // names a copy. Likewise a page whose near decision makes it a duplicate takes back its
 // exact key, and an exact copy of it that read the key in that window points at it.
 //
-// Payloads (WARC revisit records, node's 'p' family) are still decided per node: a
-// payload owned elsewhere is written as a full response record (always correct, only
-// bigger).
+// # Identical payloads (WARC revisit records)
+//
+// Payloads (payload.go, payloads.go) are decided for the cluster like texts, as Heritrix
+// and Zeno decide them on one machine: the first full response record of a payload
+// anywhere is the original, every later 200 with the same WARC payload digest anywhere is
+// written as a revisit record (profile identical-payload-digest) whose
+// WARC-Refers-To-Target-URI and -Date name the original.
+//
+//   - Keys: D|part|'p'|digest -> Original (URL, date, node, WARC file, offset, length), on
+//     PayloadPartition(digest) (FNV-1a of the digest), so they ride with the partition
+//     exactly as the text keys do (handoff, sweep, replica, promotion). A node's old
+//     per-node index (family 'p') moves into D at start (MigratePayloads), naming itself.
+//   - Two steps, so a revisit never points at a record that was not written: Lookup
+//     (OpPayloadGet) before the response is archived only reads; Register (OpPayloadPut)
+//     after the full record is written (the node's committer, batched) inserts it if the
+//     digest has no original, atomically in the owner's Apply under the partition's lease.
+//     Two copies fetched at once on two nodes both miss and are both written in full; the
+//     owner keeps the first registration and counts the other (LostRace): two full records,
+//     never a dangling revisit. This is the window one node always had (its index was
+//     written by the committer too).
+//   - Lookups never stall fetching: this node's share is read in process (no lock, no
+//     lease check: a stale "none" costs a full record, a stale "found" names a record that
+//     was written); another owner's lookups queue per owner, one request in flight
+//     per owner (maxSenders), and what queued meanwhile goes in the next request (MaxWireOps
+//     each), so 64 fetch slots pay a few requests, not 64 round trips. A slot waits at most Bound
+//     (DefaultPayloadBound, 250 ms; node.Config.PayloadBound) and then writes a full
+//     record; an owner whose request failed is skipped for Backoff (2 s) without waiting.
+//     No owner, a refusal (409 after a lease moved), a full queue: a full record at once.
+//     Every such case is counted (PayloadStats, crawlnode_payload_lookups_total).
+//   - Registrations are sent in the background, retried (maxRegisterRetries) after a failed
+//     request, bounded by MaxQueue per owner; one that never arrives is counted
+//     (RegisterFailed) and costs later copies a full record each.
+//   - The original's URL archived again (OpPayloadPut with the same URL) replaces the key:
+//     the newer record is the one known to exist. This is what repairs the key when the
+//     original's node was lost before its WARC file reached the output store: its
+//     partitions' new owners fetch the lost pages again (they were never shipped), the
+//     original's URL among them, and its new full record becomes the original. Revisits
+//     written before the loss keep naming the lost capture (URL and date); replay tools
+//     resolve a revisit by URL and payload digest, which the new capture carries, and the
+//     payload is unchanged unless the page changed meanwhile. A revisit written on another
+//     node whose own file reached the store is never re-fetched, so that window is the
+//     risk that remains (RELIABILITY.md).
+//   - The corpus: a revisit of a payload archived on this node is extracted from the
+//     original's record as before; one archived on another node is not read back (its
+//     payload is not here): the extract job carries PayloadOf and its record is an exact
+//     duplicate of the original's URL (the same bytes give the same text).
+//   - Cost (BENCHMARKS.md): about 1 lookup and, for originals, 1 registration a page, a
+//     digest and a small JSON record each; JSON like the text decisions.
 package dedup

@@ -12,7 +12,7 @@ import (
 
 // Op is one operation on a duplicate key, carried out by the key's owner.
 type Op struct {
-	Code byte   `json:"c"`           // OpExact, OpNear, OpDropExact, OpDropNear
+	Code byte   `json:"c"`           // OpExact, OpNear, OpDropExact, OpDropNear, OpPayloadGet, OpPayloadPut
 	Part uint16 `json:"p"`           // the key's partition (ExactPartition, NearPartition)
 	Hash []byte `json:"h,omitempty"` // the page's exact hash (SHA-256 of its normalized text)
 	// Table and FP: near operations only (the block is FP's block of Table).
@@ -181,6 +181,9 @@ func (v *view) write(db *badger.DB) error {
 }
 
 func (o *Op) check() error {
+	if isPayloadOp(o.Code) {
+		return o.checkPayload()
+	}
 	switch {
 	case o.Part >= ring.PartitionCount:
 		return fmt.Errorf("%w: partition %d", ErrBadOp, o.Part)
@@ -206,6 +209,9 @@ func pad4(h []byte) []byte {
 }
 
 func apply(v *view, o *Op) (Result, error) {
+	if isPayloadOp(o.Code) {
+		return applyPayload(v, o)
+	}
 	switch o.Code {
 	case OpExact:
 		k := exactKey(o.Part, o.Hash)

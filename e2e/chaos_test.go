@@ -75,6 +75,23 @@ type dockerCluster struct {
 	rules   [][]string
 	delay   time.Duration
 	redo    []redoWindow // what the faults may make the cluster fetch again
+	secrets string       // CA, node certificates, cluster key and token.env (docker/secrets.sh's layout)
+	token   string       // the API token in secrets/token.env
+}
+
+// makeSecrets writes what docker-compose.yml's members need (docker/secrets.sh's files)
+// into dir, with the host's crawlnode binary: a CA, certificates for n1..n9, a cluster
+// key and the API token.
+func makeSecrets(t *testing.T, dir string) string {
+	t.Helper()
+	names := []string{"n1", "n2", "n3", "n4", "n5", "n6", "n7", "n8", "n9"}
+	makePKI(t, dir, names...)
+	writeClusterKey(t, dir)
+	token := fmt.Sprintf("chaos%d", rand.Int64())
+	if err := os.WriteFile(filepath.Join(dir, "token.env"), []byte("CRAWLNODE_API_TOKEN="+token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return token
 }
 
 func (d *dockerCluster) compose(args ...string) (string, error) {
@@ -127,12 +144,14 @@ func (d *dockerCluster) docker(args ...string) string {
 // startDockerCluster brings simweb and n1..n4 up on a fresh /24.
 func startDockerCluster(t *testing.T, image string, hosts, seed int, grace time.Duration) *dockerCluster {
 	d := &dockerCluster{t: t, image: image, project: fmt.Sprintf("cnchaos%d", rand.IntN(1_000_000)), delay: 20 * time.Millisecond}
+	d.secrets = t.TempDir()
+	d.token = makeSecrets(t, d.secrets)
 	setSubnet := func() {
 		d.subnet = fmt.Sprintf("172.30.%d", 10+rand.IntN(240))
 		d.env = append(os.Environ(), "CRAWLNODE_IMAGE="+image, "CRAWLNODE_SUBNET="+d.subnet,
 			fmt.Sprintf("SIMWEB_HOSTS=%d", hosts), fmt.Sprintf("SIMWEB_SEED=%d", seed),
 			"CRAWLNODE_GRACE="+grace.String(), "CRAWLNODE_DELAY="+d.delay.String(), "CRAWLNODE_LOG_LEVEL="+chaosLogLevel(),
-			"CRAWLNODE_NO_EXTRACT=true", "SIMWEB_CRAWL_DELAY_HOSTS=0")
+			"CRAWLNODE_NO_EXTRACT=true", "SIMWEB_CRAWL_DELAY_HOSTS=0", "CRAWLNODE_SECRETS="+d.secrets)
 	}
 	setSubnet()
 	t.Cleanup(func() {
@@ -305,7 +324,10 @@ func (d *dockerCluster) addNode(name string) {
 		"-e", "CRAWLNODE_RESOLVE=*.sim.test=" + d.subnet + ".10:8080", "-e", "CRAWLNODE_DELAY=" + d.delay.String(),
 		"-e", "CRAWLNODE_CONCURRENCY=32", "-e", "CRAWLNODE_EXIT_WHEN_DONE=true", "-e", "CRAWLNODE_ROBOTS_RETRY=200ms",
 		"-e", "CRAWLNODE_RETRY_BASE=200ms", "-e", "CRAWLNODE_TIMEOUT=10s", "-e", "CRAWLNODE_MAX_DEPTH=100",
-		"-e", "CRAWLNODE_LOG_LEVEL=" + chaosLogLevel(), "-e", "CRAWLNODE_NO_EXTRACT=true"}
+		"-e", "CRAWLNODE_LOG_LEVEL=" + chaosLogLevel(), "-e", "CRAWLNODE_NO_EXTRACT=true",
+		"-e", "CRAWLNODE_INTERNAL_HTTP=0.0.0.0:8081", "-v", d.secrets + ":/secrets:ro", "--env-file", filepath.Join(d.secrets, "token.env"),
+		"-e", "CRAWLNODE_CLUSTER_KEY_FILE=/secrets/cluster.key", "-e", "CRAWLNODE_TLS_CA=/secrets/crawlnode-ca.pem",
+		"-e", "CRAWLNODE_TLS_CERT=/secrets/" + name + "-cert.pem", "-e", "CRAWLNODE_TLS_KEY=/secrets/" + name + "-key.pem"}
 	for _, e := range d.env {
 		if strings.HasPrefix(e, "CRAWLNODE_GRACE=") {
 			args = append(args, "-e", e)
@@ -323,7 +345,7 @@ func (d *dockerCluster) leave(svc string) error {
 	if err != nil {
 		return err
 	}
-	if out, err := exec.Command(crawlnodeBin, "leave", "--api", "http://"+addr).CombinedOutput(); err != nil {
+	if out, err := exec.Command(crawlnodeBin, "leave", "--api", "http://"+addr, "--api-token", d.token).CombinedOutput(); err != nil {
 		return fmt.Errorf("crawlnode leave %s: %v: %s", svc, err, out)
 	}
 	return nil

@@ -349,7 +349,8 @@ func runScaling(b *testing.B, cfg scalingConfig, n int) scalingResult {
 			"--name", name, "--data", "/data", "--bind", "0.0.0.0:7946", "--http", "0.0.0.0:8080",
 			"--resolve", "*.sim.test=" + subnet + ".10:8080", "--delay", "0", "--concurrency", "32",
 			"--no-extract", "--robots-retry", "200ms", "--retry-base", "200ms", "--timeout", "10s", "--max-depth", "1000",
-			"--log-level", "warn", "--quiet", "--bootstrap-expect", strconv.Itoa(n)}
+			"--log-level", "warn", "--quiet", "--bootstrap-expect", strconv.Itoa(n),
+			"--insecure-cluster"} // a private bridge network; the secure mode has its own benchmark (BenchmarkClusterSecure)
 		if k == 1 {
 			args = append(args, "--seeds", "/shared/seeds.txt")
 		} else {

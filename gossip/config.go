@@ -25,6 +25,9 @@ var (
 	ErrShutdown      = errors.New("gossip: shut down")
 	ErrLeft          = errors.New("gossip: node has left")
 	ErrStarted       = errors.New("gossip: already started")
+	// ErrKeyring: a keyring operation was refused (no keyring, bad key length, removing
+	// the primary key, using a key not installed).
+	ErrKeyring = errors.New("gossip: keyring")
 )
 
 // Profiles name a memberlist timing preset.
@@ -72,6 +75,15 @@ type Config struct {
 	// Meta is the node's initial metadata. An empty State means StateJoining, a zero Started
 	// means the time New runs. It must encode to at most 512 bytes (ErrMetaTooLarge).
 	Meta Meta
+
+	// Keys, when not empty, encrypt and authenticate every gossip message (memberlist's
+	// keyring: AES-GCM, keys of 16, 24 or 32 bytes). Keys[0] is the primary key, used to
+	// send; every key is tried on receipt, so a key can be rotated while the cluster runs
+	// (InstallKey everywhere, UseKey, RemoveKey the old one). Messages that are not
+	// encrypted with one of them are dropped, in both directions (GossipVerifyIncoming
+	// and GossipVerifyOutgoing): a process without the key cannot join. Empty: gossip in
+	// the clear (loopback test clusters, --insecure-cluster).
+	Keys [][]byte
 
 	// Profile selects the memberlist timing preset: ProfileLAN ("lan", the default) or
 	// ProfileTest ("test").
@@ -188,6 +200,11 @@ func (c *Config) Validate() error {
 	case "", ProfileLAN, ProfileTest:
 	default:
 		return bad("unknown profile %q (want %q or %q)", c.Profile, ProfileLAN, ProfileTest)
+	}
+	for i, k := range c.Keys {
+		if n := len(k); n != 16 && n != 24 && n != 32 {
+			return bad("cluster key %d is %d bytes; want 16, 24 or 32", i+1, n)
+		}
 	}
 	if c.EventBuffer < 0 {
 		return bad("event buffer %d < 0", c.EventBuffer)

@@ -44,6 +44,11 @@
 //     address it refutes its old death at once (memberlist's incarnation refutation).
 //   - Join counts success as "at least one address answered" and retries the whole list
 //     with doubling backoff until JoinTimeout, Shutdown, or the caller's context.
+//   - With Config.Keys every message is encrypted and authenticated (memberlist's keyring,
+//     GossipVerifyIncoming and GossipVerifyOutgoing): a process without a key of the ring
+//     is not heard and hears nothing, so it cannot join. InstallKey, UseKey and RemoveKey
+//     change this node's keyring only; the cluster layer runs each step on every member
+//     and persists the result.
 //   - memberlist's log lines are mapped to slog levels ([DEBUG] -> Debug, ...), tagged
 //     source=memberlist.
 package gossip

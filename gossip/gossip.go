@@ -44,6 +44,8 @@ type Gossip struct {
 	conflicts chan [2]Member // cap 16: name conflicts, logged by the loop (dropped when full)
 	out       chan []Event   // loop -> consumer, unbuffered
 
+	keyring *memberlist.Keyring // nil: gossip in the clear
+
 	joinAttempts atomic.Int64 // memberlist.Join calls made (observability, tests)
 
 	lifeCtx    context.Context // cancelled by Shutdown; bounds Join
@@ -86,6 +88,17 @@ func New(cfg Config) (*Gossip, error) {
 	g.lifeCtx, g.lifeCancel = context.WithCancel(context.Background())
 
 	mc := cfg.mlConfig()
+	if len(cfg.Keys) > 0 {
+		kr, err := memberlist.NewKeyring(cfg.Keys[1:], cfg.Keys[0])
+		if err != nil {
+			g.lifeCancel()
+			return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		}
+		mc.Keyring = kr
+		mc.GossipVerifyIncoming = true
+		mc.GossipVerifyOutgoing = true
+		g.keyring = kr
+	}
 	mc.Delegate = (*delegate)(g)
 	mc.Events = (*events)(g)
 	mc.Conflict = (*conflicts)(g)

@@ -76,7 +76,7 @@ func (b apiBackend) PeerStatuses(ctx context.Context) ([]api.Status, []string, b
 			ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 			defer cancel()
 			var st api.Status
-			err := c.Get(ctx, "http://"+m.Meta.HTTPAddr+"/v1/crawl/status?local=1", &st)
+			err := c.Get(ctx, c.PeerURL(m.Meta.HTTPAddr)+"/v1/crawl/status?local=1", &st)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {

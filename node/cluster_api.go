@@ -16,6 +16,7 @@ import (
 	"github.com/crawlnode/crawlnode/dedup"
 	"github.com/crawlnode/crawlnode/forward"
 	"github.com/crawlnode/crawlnode/gossip"
+	"github.com/crawlnode/crawlnode/internal/peerauth"
 	"github.com/crawlnode/crawlnode/replica"
 	"github.com/crawlnode/crawlnode/ring"
 )
@@ -32,7 +33,13 @@ func (n *Node) internalHandler() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "no route %s %s", r.Method, r.URL.Path)
 	})
-	return n.verifier.Require(n.cluster.IsMember, limitRoutes(n.refuseWhenDiskFull(mux)))
+	// peerauth.Middleware first: with TLS, a request speaks only for the member its
+	// client certificate names (403 otherwise). Then the caller must be an authenticated
+	// member (n.verifier: the certificate's name with TLS, else the cluster key's
+	// signature), whose name handlers read with clusterauth.PeerFrom; then each route's
+	// bounds. The keyring route (cluster.KeyringPath) is among them: same checks.
+	return peerauth.Middleware(n.cluster.TLSOn(),
+		n.verifier.Require(n.cluster.IsMember, limitRoutes(n.refuseWhenDiskFull(mux))))
 }
 
 // diskRetryAfter is the Retry-After of a write refused for a full disk (the free-space
@@ -238,7 +245,7 @@ func (n *Node) askPeers(w http.ResponseWriter, r *http.Request) bool {
 		if m.Name == n.cluster.Self() || m.Meta.HTTPAddr == "" {
 			continue
 		}
-		status, body, ctype, err := n.cluster.GetRaw(r.Context(), "http://"+m.Meta.HTTPAddr+r.URL.RequestURI())
+		status, body, ctype, err := n.cluster.GetRaw(r.Context(), n.cluster.PeerURL(m.Meta.HTTPAddr)+r.URL.RequestURI())
 		if err == nil && status == http.StatusOK {
 			w.Header().Set("Content-Type", ctype)
 			w.Header().Set("X-Crawlnode-Node", m.Name)

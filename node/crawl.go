@@ -13,6 +13,7 @@ import (
 	"github.com/crawlnode/crawlnode/api"
 	"github.com/crawlnode/crawlnode/archive"
 	"github.com/crawlnode/crawlnode/corpus"
+	"github.com/crawlnode/crawlnode/dedup"
 	"github.com/crawlnode/crawlnode/fetch"
 	"github.com/crawlnode/crawlnode/frontier"
 	"github.com/crawlnode/crawlnode/linkscan"
@@ -31,9 +32,9 @@ type workerState struct {
 	links []frontier.Candidate
 	// job is the page's extract-stage job, queued by the committer; nil when none.
 	job *corpus.Job
-	// payload is the payload-index entry of a payload archived for the first time, written
-	// by the committer; nil when none.
-	payload *payloadEntry
+	// payload is a payload archived in a full response record, registered with its
+	// digest's owner by the committer; nil when none.
+	payload *dedup.PayloadRecord
 	// finished is when the host's last response (or failure) of this lease ended: the
 	// host's delay runs from there (frontier.Outcome.Finished).
 	finished time.Time
@@ -50,20 +51,14 @@ const truncatedGrace = time.Second
 // the request took; frontier.Outcome.Finished honours up to a minute ahead).
 const timeoutRestMax = 30 * time.Second
 
-// pendingDone is a finished lease whose links, extract job and payload-index entry wait
+// pendingDone is a finished lease whose links, extract job and payload registration wait
 // for the group commit; the committer records the lease after writing them.
 type pendingDone struct {
 	l       *frontier.Lease
 	o       frontier.Outcome
 	links   []frontier.Candidate
 	job     *corpus.Job
-	payload *payloadEntry
-}
-
-// payloadEntry is a payload-index entry (a payload archived for the first time).
-type payloadEntry struct {
-	digest string
-	ref    payloadRef
+	payload *dedup.PayloadRecord
 }
 
 // committers is the number of goroutines committing links and recording leases. The
@@ -102,7 +97,7 @@ func (n *Node) committer(ctx context.Context, in <-chan pendingDone) {
 	batch := make([]pendingDone, 0, maxCommitBatch)
 	var links, scratch []frontier.Candidate
 	var jobs []corpus.Job
-	var payloads []payloadEntry
+	var payloads []dedup.PayloadRecord
 	var cs []frontier.Completion
 	for first := range in {
 		batch = append(batch[:0], first)
@@ -149,7 +144,8 @@ func (n *Node) committer(ctx context.Context, in <-chan pendingDone) {
 				cs[i].Outcome.Kind, cs[i].Outcome.Status, cs[i].Outcome.Err = frontier.Requeue, 0, ""
 			}
 		}
-		n.rememberPayloads(payloads)
+		// The full records are written: later identical payloads may refer to them.
+		n.payloads.Register(payloads)
 		n.recordDone(ctx, cs)
 		n.stats.commitBatches.Add(1)
 		n.stats.commitLeases.Add(int64(len(cs)))
@@ -440,7 +436,7 @@ func (n *Node) record(ctx context.Context, l *frontier.Lease, hostKey string, re
 	case resp.Status == http.StatusTooManyRequests || resp.Status == http.StatusServiceUnavailable:
 		n.stats.server5xx.Add(1)
 		n.noteError(l.URL, hostKey, "http_"+strconv.Itoa(resp.Status), http.StatusText(resp.Status))
-		_, _ = n.archive(resp, l.URL) // kept for the record; the URL is retried either way
+		_, _ = n.archive(ctx, resp, l.URL) // kept for the record; the URL is retried either way
 		ra := resp.RetryAfter
 		if ra <= 0 {
 			ra = n.cfg.RetryBase
@@ -449,7 +445,7 @@ func (n *Node) record(ctx context.Context, l *frontier.Lease, hostKey string, re
 	case resp.Status >= 500:
 		n.stats.server5xx.Add(1)
 		n.noteError(l.URL, hostKey, "http_"+strconv.Itoa(resp.Status), http.StatusText(resp.Status))
-		_, _ = n.archive(resp, l.URL)
+		_, _ = n.archive(ctx, resp, l.URL)
 		return frontier.Outcome{Kind: frontier.Retry, Status: resp.Status, Err: "http " + http.StatusText(resp.Status)}
 	}
 
@@ -460,8 +456,8 @@ func (n *Node) record(ctx context.Context, l *frontier.Lease, hostKey string, re
 	}
 
 	// A final response: archive it before anything parses it.
-	loc, err := n.archive(resp, l.URL)
-	ws.payload = loc.remember
+	loc, err := n.archive(ctx, resp, l.URL)
+	ws.payload = loc.register
 	if err != nil {
 		if errors.Is(err, archive.ErrDiskFull) {
 			// The disk is full: stop intake for a while and put the URL back without
@@ -542,6 +538,7 @@ func (n *Node) queueExtract(l *frontier.Lease, resp *fetch.Response, loc warcLoc
 		WARCFile:       loc.payloadLoc.File,
 		WARCOffset:     loc.payloadLoc.Offset,
 		WARCLength:     loc.payloadLoc.Length,
+		PayloadOf:      loc.payloadOf,
 		XRobotsTag:     resp.Header.Values("X-Robots-Tag"),
 		TDMReservation: resp.Header.Get("Tdm-Reservation"),
 		TDMPolicy:      resp.Header.Get("Tdm-Policy"),
@@ -630,17 +627,22 @@ func (n *Node) route(ctx context.Context, cands []frontier.Candidate) (frontier.
 }
 
 // warcLoc is where a response went: loc is the record written for this fetch (response or
-// revisit), payloadLoc the record that holds the payload (the original for a revisit).
+// revisit), payloadLoc the record in this node's WARC that holds the payload (the
+// original for a revisit of a payload archived here); payloadOf the original's URL when
+// it was archived on another node (payloadLoc empty then).
 type warcLoc struct {
 	loc, payloadLoc archive.Location
-	// remember is the payload-index entry to write for a payload archived for the first
-	// time (the caller writes it, batched); nil when none.
-	remember *payloadEntry
+	payloadOf       string
+	// register is the payload to register with its digest's owner once the committer has
+	// recorded the lease (a payload archived in a full response record); nil when none.
+	register *dedup.PayloadRecord
 }
 
-// archive writes the exchange as WARC. A payload already archived under another URL is
-// written as a revisit record (identical-payload-digest) pointing at the original.
-func (n *Node) archive(resp *fetch.Response, url string) (warcLoc, error) {
+// archive writes the exchange as WARC. A 200's payload that the cluster archived before
+// under another URL (its digest's owner says so, package dedup) is written as a revisit
+// record (identical-payload-digest) referring to the original; a payload the owner does
+// not know, or whose owner does not answer within the bound, is written in full.
+func (n *Node) archive(ctx context.Context, resp *fetch.Response, url string) (warcLoc, error) {
 	ex := archive.Exchange{
 		URL:            url,
 		Date:           resp.Started,
@@ -656,8 +658,13 @@ func (n *Node) archive(resp *fetch.Response, url string) (warcLoc, error) {
 	}
 	digest := archive.PayloadDigest(resp.RawBody)
 	ex.PayloadDigest = digest
-	if resp.Status == http.StatusOK && len(resp.RawBody) > 0 && !resp.Truncated {
-		if orig, ok := n.lookupPayload(digest); ok && orig.URL != url {
+	whole := resp.Status == http.StatusOK && len(resp.RawBody) > 0 && !resp.Truncated
+	if whole {
+		orig, ok, err := n.payloads.Lookup(ctx, digest)
+		if err != nil {
+			n.log.Debug("payload lookup: writing a full record", "url", url, "err", err)
+		}
+		if ok && orig.URL != url {
 			loc, err := n.warc.WriteRevisit(ex, archive.Revisit{
 				Profile:       archive.ProfileIdenticalPayloadDigest,
 				RefersToURI:   orig.URL,
@@ -668,7 +675,13 @@ func (n *Node) archive(resp *fetch.Response, url string) (warcLoc, error) {
 				n.log.Error("write WARC revisit", "url", url, "err", err)
 				return warcLoc{}, err
 			}
-			return warcLoc{loc: loc, payloadLoc: orig.Loc}, nil
+			out := warcLoc{loc: loc}
+			if orig.Node == n.dir.Node {
+				out.payloadLoc = archive.Location{File: orig.File, Offset: orig.Offset, Length: orig.Length}
+			} else {
+				out.payloadOf = orig.URL
+			}
+			return out, nil
 		}
 	}
 	loc, _, err := n.warc.WriteExchange(ex)
@@ -677,8 +690,9 @@ func (n *Node) archive(resp *fetch.Response, url string) (warcLoc, error) {
 		return warcLoc{}, err
 	}
 	out := warcLoc{loc: loc, payloadLoc: loc}
-	if resp.Status == http.StatusOK && len(resp.RawBody) > 0 && !resp.Truncated {
-		out.remember = &payloadEntry{digest: digest, ref: payloadRef{URL: url, Date: resp.Started, Loc: loc}}
+	if whole {
+		out.register = &dedup.PayloadRecord{Digest: digest, Original: dedup.Original{
+			URL: url, Date: resp.Started, Node: n.dir.Node, File: loc.File, Offset: loc.Offset, Length: loc.Length}}
 	}
 	return out, nil
 }

@@ -21,21 +21,34 @@
 //     serves the internal listener (cluster.Routes plus replication's route).
 //   - Who may call the node-to-node routes (internal_auth.go): authenticated members
 //     only, never the operator's token. The caller's name comes from its verified client
-//     certificate once mutual TLS is on (tlsPeer, the one place that names it), else
-//     from an HMAC signature under a secret derived from the cluster key
-//     (Config.ClusterKeys, --cluster-key-file or CRAWLNODE_CLUSTER_KEY; any key of the
-//     ring verifies, the first signs), which the cluster's HTTP client puts on every
-//     request it sends (links, partition and replica streams, dedup, Raft forwarding,
-//     status and routed reads). The name must be a member (the registry, or gossip for a
-//     node still joining: 403 otherwise), and each route then holds it against the lease
-//     table (package cluster's authz.go, replica, dedup). Each route has a bound on
-//     handlers in flight (503 busy, Retry-After) and on its body (413 too_large).
+//     certificate when mutual TLS is on (Config.Cluster.TLS; tlsPeer, the one place that
+//     names it, pointing at peerauth.PeerName; peerauth.Middleware also refuses a request
+//     whose X-Crawlnode-Member is not that name), else from an HMAC signature under a
+//     secret derived from the cluster key (Config.Cluster.ClusterKey, --cluster-key-file
+//     or CRAWLNODE_CLUSTER_KEY, seeding the keyring in DIR/keyring.json, which wins after
+//     a rotation; the primary signs, every key of the ring verifies, and the cluster keeps
+//     signer and verifier in step with each keyring change), which the cluster's HTTP
+//     client puts on every request it sends (links, partition and replica streams,
+//     dedup, Raft forwarding, keyring steps, status and routed reads). The name must be a
+//     member (the registry, or gossip for a node still joining: 403 otherwise), and each
+//     route then holds it against the lease table (package cluster's authz.go, replica,
+//     dedup), reading it with clusterauth.PeerFrom. Each route has a bound on handlers in
+//     flight (503 busy, Retry-After) and on its body (413 too_large); the internal
+//     keyring route gets the same checks.
 //   - With no cluster key (development on one machine), the node-to-node routes believe
 //     the name a loopback caller gives and refuse every other address; what holds there
 //     is only what the lease table checks (a process on the same machine can speak for
-//     any member). --insecure-cluster extends that belief to every address, for a
-//     network the operator trusts. The node says so in one line at start when it listens
-//     beyond loopback that way.
+//     any member). --insecure-cluster (Config.Cluster.InsecureCluster) extends that
+//     belief to every address, for a network the operator trusts; without it, a node
+//     refuses to serve gossip, Raft or the internal routes beyond loopback without both
+//     key and TLS (cluster.Config.CheckExposure). The node says so in one line at start
+//     when it listens beyond loopback insecurely.
+//   - With TLS the internal routes always get a listener of their own (InternalAddr,
+//     default the API's port + 1) that speaks only mutual TLS; the public API stays plain
+//     HTTP for operators. The certificate must name this node (a missing --name defaults
+//     to it). keyring.go is the operator's key rotation (/v1/keyring, behind api.Guard:
+//     the operator token for changes, which come from loopback clients only, as the
+//     request carries the key).
 //   - Replication: New builds the node's replica.Replicator over the cluster
 //     (replica_wiring.go); package replica's doc has its design.
 //   - The HTTP API: package api serves the public /v1 routes (its doc lists them) over
@@ -97,12 +110,16 @@
 //	     is not cached for such a host: each of its URLs asks again (a DNS change may
 //	     allow it), which sends nothing while it stays refused
 //	  -> revisit unchanged (304, same body)? WARC revisit record, Done (next visit scheduled)
-//	  -> WARC record written (response, or revisit for a payload seen before)
+//	  -> a 200's payload archived before anywhere in the cluster? (dedup.Payloads asks the
+//	     digest's owner: in process on its own partitions, else batched per owner; at most
+//	     Config.PayloadBound, 250 ms, else a full record, counted)
+//	  -> WARC record written (response, or revisit referring to the payload's original)
 //	  -> redirect target / links / sitemap URLs, HTML page's (or PDF's) extract job: kept by the slot
 //	  -> handed to the committers (bounded queue); the slot leases its next URL at once
 //	  -> committer (group commit of many leases): frontier.Add of all links, one extract
-//	     Enqueue of all jobs and one payload-index write (durable), then one
-//	     frontier.DoneBatch for the leases (each URL leaves its queue only now)
+//	     Enqueue of all jobs, then the batch's full records registered with their
+//	     payloads' owners (dedup.Payloads.Register: in process here, queued for peers),
+//	     then one frontier.DoneBatch for the leases (each URL leaves its queue only now)
 //
 // # Priority and freshness
 //
@@ -124,6 +141,20 @@
 // capture), queues no corpus record and follows no links (the page did not change); a
 // changed page is archived, parsed and sent to the corpus as a new version. Sitemaps'
 // changefreq and lastmod give a page's first interval (ChangeHint).
+//
+// # Identical payloads
+//
+// Payloads are decided for the cluster (package dedup, "Identical payloads"): the first
+// full record of a payload anywhere is the original, a later 200 with the same payload
+// anywhere is a revisit record referring to it. A payload is registered only after its
+// full record is written (by the committer), so a revisit never refers to a record that
+// does not exist; two copies fetched at once are both written in full (counted as
+// lost_race). A fetch slot waits at most Config.PayloadBound for another owner's answer and
+// writes a full record otherwise (crawlnode_payload_lookups_total{result="timeout|error"}).
+// The extract job of a revisit whose original is in this node's WARC reads the original's
+// record; one whose original is on another node carries corpus.Job.PayloadOf and becomes
+// an exact-duplicate record of that URL without being read back. At exit the node logs
+// its "payload decisions" counters.
 //
 // # A full disk
 //

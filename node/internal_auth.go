@@ -4,8 +4,9 @@ package node
 //
 // Every route under /internal/ needs an authenticated member (clusterauth): the caller's
 // verified client certificate when mutual TLS is on (tlsPeer), else a signature under
-// the cluster key (Config.ClusterKeys), else, with no key (development on one machine),
-// a loopback caller (any caller with Config.InsecureCluster). The operator's API token
+// the cluster key (the keyring's keys, seeded by Config.Cluster.ClusterKey), else, with
+// no key (development on one machine), a loopback caller (any caller with
+// Config.Cluster.InsecureCluster). The operator's API token
 // opens none of them. Then each route takes at most its share of handlers at once (503
 // busy with Retry-After past it) and a bounded body (413 too_large past it); the routes
 // themselves check the lease table (package cluster, replica, dedup).
@@ -19,29 +20,42 @@ import (
 	"github.com/crawlnode/crawlnode/dedup"
 	"github.com/crawlnode/crawlnode/forward"
 	"github.com/crawlnode/crawlnode/internal/clusterauth"
+	"github.com/crawlnode/crawlnode/internal/peerauth"
 	"github.com/crawlnode/crawlnode/replica"
 )
 
 // tlsPeer names the caller from its verified client certificate when the node runs
-// mutual TLS on its internal listener; nil while it does not (the only place to point
-// at the TLS layer's peer-name helper).
-func (n *Node) tlsPeer() func(*tls.ConnectionState) (string, error) { return nil }
+// mutual TLS (cfg.Cluster.TLS: its internal listener asks for client certificates);
+// nil when it does not. The one place that points at the TLS layer's peer name.
+func (n *Node) tlsPeer() func(*tls.ConnectionState) (string, error) {
+	if n.cfg.Cluster.TLS == nil {
+		return nil
+	}
+	return peerauth.PeerName
+}
 
-// newClusterAuth builds the node's request signer and verifier from its configuration.
+// newClusterAuth builds the node's request signer and verifier from its configuration:
+// the configured cluster key (cfg.Cluster.ClusterKey) until the cluster starts, when it
+// points both at the keyring (DIR/keyring.json wins after a rotation; the primary signs,
+// every key verifies) and keeps them in step with every keyring change.
 func newClusterAuth(cfg Config, self string) (*clusterauth.Signer, *clusterauth.Verifier, error) {
+	var keys [][]byte
+	if k := cfg.Cluster.ClusterKey; len(k) > 0 {
+		keys = [][]byte{k}
+	}
 	var primary []byte
-	if len(cfg.ClusterKeys) > 0 {
-		primary = cfg.ClusterKeys[0]
+	if len(keys) > 0 {
+		primary = keys[0]
 	}
 	s, err := clusterauth.NewSigner(self, primary, cfg.Now)
 	if err != nil {
 		return nil, nil, err
 	}
-	v, err := clusterauth.NewVerifier(cfg.ClusterKeys)
+	v, err := clusterauth.NewVerifier(keys)
 	if err != nil {
 		return nil, nil, err
 	}
-	v.Insecure, v.Now = cfg.InsecureCluster, cfg.Now
+	v.Insecure, v.Now = cfg.Cluster.InsecureCluster, cfg.Now
 	return s, v, nil
 }
 

@@ -2,6 +2,7 @@ package node
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 	"github.com/crawlnode/crawlnode/control"
 	"github.com/crawlnode/crawlnode/dedup"
 	"github.com/crawlnode/crawlnode/forward"
+	"github.com/crawlnode/crawlnode/frontier"
 	"github.com/crawlnode/crawlnode/internal/clusterauth"
 	"github.com/crawlnode/crawlnode/internal/clustertest"
 	"github.com/crawlnode/crawlnode/replica"
@@ -28,7 +30,7 @@ import (
 func keyedCluster(t *testing.T, key []byte) (*testCluster, *testNode, *testNode) {
 	t.Helper()
 	tc := newTestCluster(t, 2, noWeb(t), 5*time.Second, func(nc *Config) {
-		nc.ClusterKeys = [][]byte{key}
+		nc.Cluster.ClusterKey = key
 		nc.APIToken = "op-token"
 	})
 	clustertest.Eventually(t, 60*time.Second, "the lease table settled on both nodes", func() bool {
@@ -313,4 +315,73 @@ func TestInternalRouteBounds(t *testing.T) {
 	if resp.StatusCode != http.StatusRequestEntityTooLarge {
 		t.Errorf("streamed oversize command: %d, want 413", resp.StatusCode)
 	}
+}
+
+// TestKeyringRotationKeepsInternalCalls: rotating the cluster key while the cluster runs
+// (install a new key, make it the primary, remove the old, each step on every member by
+// a signed internal call) moves request signing with the keyring: each step reaches both
+// members, afterwards the new key's signature opens the internal routes on both nodes
+// and the old key's no longer does, and the members' own traffic (links, leases) goes on.
+func TestKeyringRotationKeepsInternalCalls(t *testing.T) {
+	oldKey, newKey := bytes.Repeat([]byte{7}, 32), bytes.Repeat([]byte{8}, 32)
+	tc, ld, other := keyedCluster(t, oldKey)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, step := range []struct {
+		op  string
+		key []byte
+	}{{cluster.KeyInstall, newKey}, {cluster.KeyUse, newKey}, {cluster.KeyRemove, oldKey}} {
+		ms, err := ld.cluster.Keyring(ctx, step.op, step.key)
+		if err != nil || len(ms) != 2 {
+			t.Fatalf("keyring %s: %v (members %+v)", step.op, err, ms)
+		}
+		for _, m := range ms {
+			if m.Error != "" {
+				t.Fatalf("keyring %s on %s: %s", step.op, m.Name, m.Error)
+			}
+		}
+	}
+	want := []string{cluster.Fingerprint(newKey)}
+	for _, n := range []*testNode{ld, other} {
+		if got := n.cluster.LocalKeyring(); !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s keyring %v, want %v", n.Name(), got, want)
+		}
+	}
+	client := &http.Client{Timeout: 10 * time.Second}
+	get := func(target, from *testNode, key []byte) int {
+		s, err := clusterauth.NewSigner(from.Name(), key, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, _ := http.NewRequest("GET", "http://"+target.peerAddr()+"/internal/v1/idle", nil)
+		s.Sign(req)
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, pair := range [][2]*testNode{{ld, other}, {other, ld}} {
+		if code := get(pair[0], pair[1], newKey); code != http.StatusOK {
+			t.Errorf("%s signed with the new key to %s: %d, want 200", pair[1].Name(), pair[0].Name(), code)
+		}
+		if code := get(pair[0], pair[1], oldKey); code != http.StatusUnauthorized {
+			t.Errorf("%s signed with the removed key to %s: %d, want 401", pair[1].Name(), pair[0].Name(), code)
+		}
+	}
+	// The members' own calls, signed by their cluster clients: a keyring listing on
+	// every member, and a link forwarded from one node to the other's partition.
+	if ms, err := other.cluster.Keyring(ctx, "", nil); err != nil || len(ms) != 2 {
+		t.Fatalf("keyring list from %s after the rotation: %v %+v", other.Name(), err, ms)
+	}
+	u, _, _ := ownedURL(t, ld)
+	seen := ld.front.Stats().Seen
+	if _, _, err := other.cluster.Route(ctx, []frontier.Candidate{{URL: u}}); err != nil {
+		t.Fatal(err)
+	}
+	clustertest.Eventually(t, 30*time.Second, "the forwarded link landed on its owner", func() bool {
+		tc.round()
+		return ld.front.Stats().Seen > seen
+	})
 }

@@ -45,6 +45,7 @@ func newMetrics(n *Node) *metrics {
 	r.replica(n)
 	r.outputStore(n)
 	r.dedup(n)
+	r.payloads(n)
 	return m
 }
 
@@ -86,6 +87,29 @@ func (r registrar) dedup(n *Node) {
 	}
 	r.counter("dedup_decide_seconds_total", "Wall time spent in duplicate decisions (both rounds, all owners).", nil, func() float64 {
 		return float64(st().DecideNanos.Load()) / 1e9
+	})
+}
+
+// payloads registers the counters of the cluster's identical-payload decisions (WARC
+// revisit records, dedup.Payloads).
+func (r registrar) payloads(n *Node) {
+	st := func() *dedup.PayloadStats { return n.payloads.Stats() }
+	lookups := "Payload lookups before a 200 is archived, by what they gave: revisit (the cluster archived the payload before), original (not yet), or a full record written because the digest's owner did not answer within the bound (timeout) or could not be asked (error)."
+	r.counter("payload_lookups_total", lookups, prometheus.Labels{"result": "revisit"}, func() float64 { return float64(st().Found.Load()) })
+	r.counter("payload_lookups_total", lookups, prometheus.Labels{"result": "original"}, func() float64 { return float64(st().Missed.Load()) })
+	r.counter("payload_lookups_total", lookups, prometheus.Labels{"result": "timeout"}, func() float64 { return float64(st().FallbackTimeout.Load()) })
+	r.counter("payload_lookups_total", lookups, prometheus.Labels{"result": "error"}, func() float64 { return float64(st().FallbackError.Load()) })
+	regs := "Full response records registered with their payload's owner, by result: registered (the original), lost_race (another copy was registered first: a second full record), failed (never reached the owner)."
+	r.counter("payload_registrations_total", regs, prometheus.Labels{"result": "registered"}, func() float64 { return float64(st().Registered.Load()) })
+	r.counter("payload_registrations_total", regs, prometheus.Labels{"result": "lost_race"}, func() float64 { return float64(st().LostRace.Load()) })
+	r.counter("payload_registrations_total", regs, prometheus.Labels{"result": "failed"}, func() float64 { return float64(st().RegisterFailed.Load()) })
+	r.counter("payload_local_lookups_total", "Payload lookups answered in process (this node owns the digest).", nil, func() float64 { return float64(st().LocalLookups.Load()) })
+	r.counter("payload_requests_total", "Requests to other nodes' /internal/v1/dedup for payload decisions.", nil, func() float64 { return float64(st().Requests.Load()) })
+	r.counter("payload_request_failures_total", "Payload decision requests that failed.", nil, func() float64 { return float64(st().Failures.Load()) })
+	r.counter("payload_sent_bytes_total", "Request body bytes sent for payload decisions.", nil, func() float64 { return float64(st().BytesSent.Load()) })
+	r.counter("payload_received_bytes_total", "Answer body bytes received for payload decisions.", nil, func() float64 { return float64(st().BytesRecv.Load()) })
+	r.counter("payload_lookup_wait_seconds_total", "Wall time fetch slots waited for other nodes' payload answers.", nil, func() float64 {
+		return float64(st().WaitNanos.Load()) / 1e9
 	})
 }
 

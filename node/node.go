@@ -6,8 +6,10 @@ import (
 	"github.com/crawlnode/crawlnode/cluster"
 	"github.com/crawlnode/crawlnode/replica"
 	"log/slog"
+	"net"
 	"net/netip"
 	"runtime"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -94,6 +96,10 @@ type Config struct {
 	Recrawl                bool
 	RecrawlMin, RecrawlMax time.Duration
 	RevisitShare           float64
+	// PayloadBound is how long a fetch slot waits for another node's answer on whether a
+	// payload was archived before (a WARC revisit record) before it writes a full response
+	// record instead. Default dedup.DefaultPayloadBound (250 ms).
+	PayloadBound time.Duration
 	// Priority is the crawl order: PriorityBFS (default: breadth-first) or PriorityOPIC
 	// (important pages first by OPIC cash, breadth-first as the tie-break). On simweb's
 	// graph breadth-first fetches more PageRank early (BENCHMARKS.md, "Importance-first against breadth-first"), so it stays the
@@ -171,7 +177,10 @@ type Config struct {
 	InternalAddr string
 	// APIToken, the operator's token, when set, is required as "Authorization: Bearer
 	// <token>" on every mutating API request and on the profiling endpoints (Pprof), and
-	// opens every read. It opens no node-to-node route (ClusterKeys do).
+	// opens every read. It opens no node-to-node route: members authenticate by their mutual TLS
+	// certificate, else by a signature under the cluster key (Cluster.ClusterKey, the
+	// keyring), else, with no key, from loopback only (or anywhere with
+	// Cluster.InsecureCluster).
 	APIToken string
 	// APIReadToken, when set, opens reads (never writes): dashboards and readers of the
 	// corpus that must not change the crawl. Default "".
@@ -180,14 +189,6 @@ type Config struct {
 	// ""): pages, their text and the export files; "all": every read but health,
 	// readiness, metrics and the dashboard page (api.ProtectData, api.ProtectAll).
 	APIProtectReads string
-	// ClusterKeys are the cluster's keys (--cluster-key-file, CRAWLNODE_CLUSTER_KEY), the
-	// primary first: node-to-node requests are signed with a secret derived from the
-	// first and accepted under any (rotation). None: the development mode, where the
-	// node-to-node routes take loopback callers only (see InsecureCluster).
-	ClusterKeys [][]byte
-	// InsecureCluster accepts node-to-node requests from any address without a cluster
-	// key (--insecure-cluster: a network the operator trusts). Default false.
-	InsecureCluster bool
 	// Pprof serves Go's profiling endpoints (net/http/pprof) under /debug/pprof/ on the
 	// API: a CPU profile of a running node over a stretch of its choosing (a whole-run
 	// profile of a crawl is mostly its start). Off by default: a profile costs the node
@@ -337,7 +338,33 @@ func (c *Config) Validate() error {
 	if (len(cc.Join) > 0 || cc.BootstrapExpect > 1) && c.HTTPAddr == "" && c.InternalAddr == "" {
 		return fmt.Errorf("%w: a cluster member needs an HTTP address (--http or --internal-http) for its peers", ErrBadConfig)
 	}
-	return cc.Validate()
+	if err := cc.Validate(); err != nil {
+		return err
+	}
+	internal := c.internalListenAddr()
+	if internal == "" {
+		internal = c.HTTPAddr
+	}
+	return cc.CheckExposure(internal)
+}
+
+// internalListenAddr is where the node-to-node endpoints get a listener of their own:
+// InternalAddr; with TLS and no InternalAddr, the HTTP address's host with port + 1
+// (port 0 stays 0), since those endpoints then need mutual TLS and the operators' API
+// does not; "" when they share the API's listener.
+func (c *Config) internalListenAddr() string {
+	if c.InternalAddr != "" || c.Cluster.TLS == nil || c.HTTPAddr == "" {
+		return c.InternalAddr
+	}
+	host, port, err := net.SplitHostPort(c.HTTPAddr)
+	if err != nil {
+		return ""
+	}
+	p, _ := strconv.Atoi(port)
+	if p != 0 {
+		p++
+	}
+	return net.JoinHostPort(host, strconv.Itoa(p))
 }
 
 // ErrBadConfig marks configuration errors (the cluster's among them).
@@ -358,8 +385,9 @@ type Node struct {
 	budget      *pageBudget // this node's share of the cluster's page limit
 	limitOnce   sync.Once   // the limit is logged once
 	stage       *corpus.Stage
-	dedupStore  *dedup.Store   // the duplicate keys this node owns (package dedup)
-	dedup       *dedup.Decider // the stage's duplicate decisions, asked of each key's owner
+	dedupStore  *dedup.Store    // the duplicate keys this node owns (package dedup)
+	dedup       *dedup.Decider  // the stage's duplicate decisions, asked of each key's owner
+	payloads    *dedup.Payloads // identical payloads (WARC revisit records), asked of each digest's owner
 	ops         ops
 	scope       scope
 	robots      *hostCache[*fetch.Robots]
@@ -413,10 +441,18 @@ func New(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := OpenDataDir(cfg.DataDir, cfg.Name)
+	name := cfg.Name
+	if name == "" && cfg.Cluster.TLS != nil {
+		name = cfg.Cluster.TLS.Name() // the certificate names the node
+	}
+	dir, err := OpenDataDir(cfg.DataDir, name)
 	if err != nil {
 		return nil, err
 	}
+	if t := cfg.Cluster.TLS; t != nil && t.Name() != dir.Node {
+		return nil, fmt.Errorf("%w: the TLS certificate names node %q, this node is %q (crawlnode tls cert create --node %s)", ErrBadConfig, t.Name(), dir.Node, dir.Node)
+	}
+	cfg.InternalAddr = cfg.internalListenAddr()
 	n := &Node{cfg: cfg, dir: dir, log: cfg.Logger.With("component", "node", "node", dir.Node)}
 	n.budget = newPageBudget(n)
 	n.net.log = n.log
@@ -470,7 +506,7 @@ func New(cfg Config) (*Node, error) {
 			n.repl = n.newReplicator(c, interval, cfg.Logger)
 			return n.repl
 		},
-		Logger: cfg.Logger, Now: cfg.Now, Signer: signer, Version: Version, DataFormat: dataFormat,
+		Logger: cfg.Logger, Now: cfg.Now, Signer: signer, Verifier: verifier, Version: Version, DataFormat: dataFormat,
 	})
 	if err != nil {
 		return nil, err
@@ -544,8 +580,17 @@ func (n *Node) openStages() error {
 	} else if moved > 0 {
 		n.log.Info("duplicate indexes moved to the cluster's partitioned keys", "keys", moved)
 	}
+	if moved, err := dedup.MigratePayloads(n.db, n.dir.Node); err != nil {
+		return err
+	} else if moved > 0 {
+		n.log.Info("payload index moved to the cluster's partitioned keys", "keys", moved)
+	}
 	n.dedupStore = dedup.NewStore(n.db)
 	n.dedup, err = dedup.New(dedup.Config{Store: n.dedupStore, Cluster: dedupCluster{n}, Logger: n.cfg.Logger})
+	if err != nil {
+		return err
+	}
+	n.payloads, err = dedup.NewPayloads(dedup.PayloadConfig{Store: n.dedupStore, Cluster: dedupCluster{n}, Bound: n.cfg.PayloadBound, Logger: n.cfg.Logger})
 	if err != nil {
 		return err
 	}
@@ -853,6 +898,15 @@ func (n *Node) closeStores() {
 	n.shutdownOnce.Do(func() {
 		if n.client != nil {
 			n.client.Close()
+		}
+		if n.payloads != nil {
+			n.payloads.Drain(2 * time.Second)
+			n.payloads.Close()
+			st := n.payloads.Stats()
+			n.log.Info("payload decisions", "lookups", st.Lookups.Load(), "revisits", st.Found.Load(),
+				"originals", st.Missed.Load(), "fallback_timeout", st.FallbackTimeout.Load(), "fallback_error", st.FallbackError.Load(),
+				"registered", st.Registered.Load(), "lost_race", st.LostRace.Load(), "register_failed", st.RegisterFailed.Load(),
+				"requests", st.Requests.Load(), "bytes_sent", st.BytesSent.Load(), "bytes_received", st.BytesRecv.Load())
 		}
 		if n.uploader != nil {
 			n.uploader.Close()

@@ -3,15 +3,11 @@ package node
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"time"
-
-	"github.com/dgraph-io/badger/v4"
 
 	"github.com/crawlnode/crawlnode/archive"
 	"github.com/crawlnode/crawlnode/fetch"
 	"github.com/crawlnode/crawlnode/frontier"
-	"github.com/crawlnode/crawlnode/internal/keyspace"
 	"github.com/crawlnode/crawlnode/urlnorm"
 )
 
@@ -167,53 +163,5 @@ func (n *Node) archiveRobots(rr *fetch.RobotsResult) {
 		if _, _, err := n.warc.WriteExchange(ex); err != nil {
 			n.log.Error("write WARC (robots.txt)", "url", hop.URL, "err", err)
 		}
-	}
-}
-
-// payloadRef points at the first archived copy of a payload.
-type payloadRef struct {
-	URL  string           `json:"u"`
-	Date time.Time        `json:"d"`
-	Loc  archive.Location `json:"l"`
-}
-
-// The payload index lives in Badger under the node's own family keyspace.NodePayload.
-func payloadKey(digest string) []byte { return append([]byte{keyspace.NodePayload}, digest...) }
-
-func (n *Node) lookupPayload(digest string) (payloadRef, bool) {
-	var ref payloadRef
-	err := n.db.View(func(txn *badger.Txn) error {
-		it, err := txn.Get(payloadKey(digest))
-		if err != nil {
-			return err
-		}
-		return it.Value(func(v []byte) error { return json.Unmarshal(v, &ref) })
-	})
-	if err != nil {
-		if !errors.Is(err, badger.ErrKeyNotFound) {
-			n.log.Error("payload index lookup", "err", err)
-		}
-		return ref, false
-	}
-	return ref, true
-}
-
-// rememberPayloads writes payload-index entries in one transaction (split when Badger's
-// batch limit is near).
-func (n *Node) rememberPayloads(es []payloadEntry) {
-	if len(es) == 0 {
-		return
-	}
-	wb := n.db.NewWriteBatch()
-	defer wb.Cancel()
-	for _, e := range es {
-		b, _ := json.Marshal(e.ref)
-		if err := wb.Set(payloadKey(e.digest), b); err != nil {
-			n.log.Error("payload index write", "err", err)
-			return
-		}
-	}
-	if err := wb.Flush(); err != nil {
-		n.log.Error("payload index write", "err", err)
 	}
 }

@@ -5,6 +5,7 @@ package node
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -44,12 +45,17 @@ func (n *Node) peerRead(r *http.Request) bool {
 // /internal/ (when they have no listener of their own).
 func (n *Node) handler(withInternal bool) http.Handler {
 	public := api.New(n.apiConfig(), apiBackend{n})
-	if !withInternal {
-		return public
+	keyring := n.keyringHandler()
+	var internal http.Handler
+	if withInternal {
+		internal = n.internalHandler()
 	}
-	internal := n.internalHandler()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasPrefix(r.URL.Path, "/internal/") {
+		if r.URL.Path == KeyringPath {
+			keyring.ServeHTTP(w, r)
+			return
+		}
+		if internal != nil && strings.HasPrefix(r.URL.Path, "/internal/") {
 			internal.ServeHTTP(w, r)
 			return
 		}
@@ -70,7 +76,7 @@ func (n *Node) startAPI() (stop func(), err error) {
 	}
 	if n.cfg.HTTPAddr != "" {
 		h := n.handler(n.cfg.InternalAddr == "")
-		addr, stop, err := n.serve(n.cfg.HTTPAddr, h, "http.addr")
+		addr, stop, err := n.serve(n.cfg.HTTPAddr, h, "http.addr", nil)
 		if err != nil {
 			return nil, fmt.Errorf("http api: %w", err)
 		}
@@ -79,7 +85,14 @@ func (n *Node) startAPI() (stop func(), err error) {
 		n.warnOpen(addr, n.cfg.InternalAddr == "")
 	}
 	if n.cfg.InternalAddr != "" {
-		addr, stop, err := n.serve(n.cfg.InternalAddr, n.internalOnly(), "internal.addr")
+		// With TLS the internal listener speaks only mutual TLS: peers present a
+		// certificate of the cluster's CA, and peerauth.Middleware checks that each
+		// request speaks for the member the certificate names.
+		var tcfg *tls.Config
+		if t := n.cfg.Cluster.TLS; t != nil {
+			tcfg = t.ServerTLS(true)
+		}
+		addr, stop, err := n.serve(n.cfg.InternalAddr, n.internalOnly(), "internal.addr", tcfg)
 		if err != nil {
 			stopAll()
 			return nil, fmt.Errorf("internal api: %w", err)
@@ -101,12 +114,16 @@ func (n *Node) peerAddr() string {
 }
 
 // serve runs an HTTP server for h on addr and writes the bound address to DIR/file.
-func (n *Node) serve(addr string, h http.Handler, file string) (string, func(), error) {
+// With tcfg, it serves TLS.
+func (n *Node) serve(addr string, h http.Handler, file string, tcfg *tls.Config) (string, func(), error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return "", nil, err
 	}
 	bound := ln.Addr().String()
+	if tcfg != nil {
+		ln = tls.NewListener(ln, tcfg)
+	}
 	path := filepath.Join(n.dir.Path, file)
 	if err := os.WriteFile(path, []byte(bound+"\n"), 0o644); err != nil {
 		ln.Close()

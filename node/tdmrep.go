@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/crawlnode/crawlnode/dedup"
 	"github.com/crawlnode/crawlnode/fetch"
 	"github.com/crawlnode/crawlnode/frontier"
 )
@@ -131,8 +132,8 @@ func (n *Node) tdmFor(ctx context.Context, scheme, hostKey string, rules *fetch.
 		} else {
 			ws.finished = resp.Finished
 			n.net.responded(resp.Started)
-			if loc, err := n.archive(resp, url); err == nil && loc.remember != nil {
-				n.rememberPayloads([]payloadEntry{*loc.remember})
+			if loc, err := n.archive(ctx, resp, url); err == nil && loc.register != nil {
+				n.payloads.Register([]dedup.PayloadRecord{*loc.register})
 			}
 			if resp.Status == http.StatusOK {
 				p = parseTDMRep(resp.Body, now)

@@ -142,6 +142,11 @@ type Config struct {
 	// /files/4.pdf (a 64 KB content stream, /FlateDecode twice, inflating to 1 GiB);
 	// PageInfo.PDFHostile names which. Default false.
 	HostilePDFs bool
+	// SharedBinaries: the binary hosts' files (/files/N.pdf, /img/N.png, /bin/N.html and the
+	// mislabeled PDFs) are the same bytes on every binary host, so one payload is served
+	// under many URLs on many hosts (WARC revisit records, identical-payload-digest).
+	// Default false: each host's files are its own.
+	SharedBinaries bool
 	// EncodingHosts compress responses (gzip, or brotli when offered) when the client asks.
 	// Default 20.
 	EncodingHosts int

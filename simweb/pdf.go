@@ -129,7 +129,8 @@ func pdfString(s string) string {
 // and English paragraphs of known text. paras are the blocks after the title, section
 // headings included (the oracle's MainText).
 func (w *Web) pdfDoc(h *host, n int) (title string, blocks []PDFBlock, paras []string) {
-	r := newRng(mix(uint64(w.cfg.Seed), 13, uint64(h.idx), uint64(n)))
+	hidx, hname := w.binaryOwner(h)
+	r := newRng(mix(uint64(w.cfg.Seed), 13, hidx, uint64(n)))
 	lb := &langBanks[0]
 	para := func(words int) string {
 		var b strings.Builder
@@ -152,7 +153,7 @@ func (w *Web) pdfDoc(h *host, n int) (title string, blocks []PDFBlock, paras []s
 		}
 		return b.String()
 	}
-	title = fmt.Sprintf("Annual %s report %d of %s", capitalize(lb.words[r.intn(len(lb.words))]), n, h.name)
+	title = fmt.Sprintf("Annual %s report %d of %s", capitalize(lb.words[r.intn(len(lb.words))]), n, hname)
 	blocks = append(blocks, PDFBlock{Level: 1, Text: title})
 	for s := 1; s <= 2; s++ {
 		head := fmt.Sprintf("%d %s", s, capitalize(lb.words[r.intn(len(lb.words))]))
@@ -168,6 +169,15 @@ func (w *Web) pdfDoc(h *host, n int) (title string, blocks []PDFBlock, paras []s
 }
 
 // pdfBody is that PDF's bytes.
+// binaryOwner is the host index and name a binary file's bytes are made from: the host's
+// own, or one for all hosts with Config.SharedBinaries.
+func (w *Web) binaryOwner(h *host) (uint64, string) {
+	if w.cfg.SharedBinaries {
+		return 0, "the shared files"
+	}
+	return uint64(h.idx), h.name
+}
+
 func (w *Web) pdfBody(h *host, n int) []byte {
 	title, blocks, _ := w.pdfDoc(h, n)
 	return MakePDF(title, blocks)

@@ -442,7 +442,8 @@ func (w *Web) renderSitemap(rs res) []byte {
 
 // binary bodies (deterministic); pdfBody is in pdf.go
 func (w *Web) pngBody(h *host, n int) []byte {
-	r := newRng(mix(uint64(w.cfg.Seed), 14, uint64(h.idx), uint64(n)))
+	hidx, _ := w.binaryOwner(h)
+	r := newRng(mix(uint64(w.cfg.Seed), 14, hidx, uint64(n)))
 	img := image.NewNRGBA(image.Rect(0, 0, 64, 64))
 	for y := 0; y < 64; y++ {
 		for x := 0; x < 64; x++ {
@@ -456,7 +457,8 @@ func (w *Web) pngBody(h *host, n int) []byte {
 }
 
 func (w *Web) binBody(h *host, n int) []byte {
-	r := newRng(mix(uint64(w.cfg.Seed), 15, uint64(h.idx), uint64(n)))
+	hidx, _ := w.binaryOwner(h)
+	r := newRng(mix(uint64(w.cfg.Seed), 15, hidx, uint64(n)))
 	out := make([]byte, 16384)
 	for i := 0; i < len(out); i += 8 {
 		v := r.next()

@@ -20,10 +20,12 @@ import (
 	"time"
 
 	"github.com/crawlnode/crawlnode/api"
+	"github.com/crawlnode/crawlnode/cluster"
 	"github.com/crawlnode/crawlnode/corpus"
 	"github.com/crawlnode/crawlnode/fetch"
 	"github.com/crawlnode/crawlnode/internal/badgermem"
 	"github.com/crawlnode/crawlnode/internal/gctune"
+	"github.com/crawlnode/crawlnode/internal/peerauth"
 	"github.com/crawlnode/crawlnode/node"
 	"github.com/crawlnode/crawlnode/urlnorm"
 )
@@ -46,29 +48,29 @@ func (l *listFlag) Set(s string) error {
 
 // crawlFlags binds the crawl flags to a config. Shared by the crawl and demo commands.
 type crawlFlags struct {
-	fs          *flag.FlagSet
-	cfg         node.Config
-	seeds       listFlag
-	seedsFile   string
-	resolve     listFlag
-	allowIPs    listFlag
-	dns         listFlag
-	logLevel    string
-	logFormat   string
-	robotsRetry time.Duration
-	// clusterKeyFile is --cluster-key-file (read by loadClusterKeys).
-	clusterKeyFile string
-	quiet          bool
-	cpuProfile     string
-	gcHeadroom     int64
-	memProfile     string
-	goroutines     string
-	languages      string
-	scope          string
-	include        listFlag
-	exclude        listFlag
-	join           listFlag
-	durations      map[string]*durationFlag // by flag name
+	fs        *flag.FlagSet
+	cfg       node.Config
+	seeds     listFlag
+	seedsFile string
+	resolve   listFlag
+	allowIPs  listFlag
+	dns       listFlag
+	// members only: key file and TLS files (the key itself comes from CRAWLNODE_CLUSTER_KEY)
+	clusterKeyFile, tlsCA, tlsCert, tlsKey string
+	logLevel                               string
+	logFormat                              string
+	robotsRetry                            time.Duration
+	quiet                                  bool
+	cpuProfile                             string
+	gcHeadroom                             int64
+	memProfile                             string
+	goroutines                             string
+	languages                              string
+	scope                                  string
+	include                                listFlag
+	exclude                                listFlag
+	join                                   listFlag
+	durations                              map[string]*durationFlag // by flag name
 }
 
 func newCrawlFlags(name string) *crawlFlags {
@@ -135,8 +137,6 @@ func newCrawlFlags(name string) *crawlFlags {
 	fs.StringVar(&c.APIToken, "api-token", "", "the operator's bearer token: required by every mutating API request and by --pprof's endpoints, and opens every read; it opens no node-to-node route (also CRAWLNODE_API_TOKEN)")
 	fs.StringVar(&c.APIReadToken, "api-read-token", "", "bearer token that opens reads only (pages, text, export files; with --api-protect-reads all, every read) (also CRAWLNODE_API_READ_TOKEN)")
 	fs.StringVar(&c.APIProtectReads, "api-protect-reads", "data", "once a token is set, the reads that need one: data (pages, their text, the export files) or all (every read but /healthz, /readyz, /metrics and the dashboard page)")
-	fs.StringVar(&f.clusterKeyFile, "cluster-key-file", "", "the cluster's key: base64 of 16, 24 or 32 random bytes, one a line, the primary first; signs every node-to-node request (else "+clusterKeyEnv+" holds the key; neither: node-to-node routes take loopback callers only)")
-	fs.BoolVar(&c.InsecureCluster, "insecure-cluster", false, "without a cluster key, accept node-to-node requests from any address (a network you trust)")
 	fs.StringVar(&c.HTTPAddr, "http", "127.0.0.1:7070", "HTTP API address (port 0: any free port, written to DIR/http.addr; empty: no API)")
 	fs.StringVar(&c.InternalAddr, "internal-http", "", "separate address for the node-to-node endpoints (default: they share --http)")
 	cl := &c.Cluster
@@ -148,6 +148,12 @@ func newCrawlFlags(name string) *crawlFlags {
 	f.durationVar(&cl.Grace, "grace", 30*time.Second, "how long a stopped node keeps its partitions before others take them over")
 	f.durationVar(&cl.ReplicaInterval, "replica-interval", time.Second, "how often each partition's changes are copied to its backup node (negative: no replicas)")
 	fs.StringVar(&cl.Profile, "cluster-profile", "lan", "cluster timings: lan, or test (fast, for one machine)")
+	// Members only: the cluster key and mutual TLS (see cluster/security.go).
+	fs.StringVar(&f.clusterKeyFile, "cluster-key-file", "", "file holding the cluster key (base64 of 16, 24 or 32 bytes) that encrypts and authenticates gossip (or CRAWLNODE_CLUSTER_KEY, the key itself)")
+	fs.StringVar(&f.tlsCA, "tls-ca", "", "the cluster's CA certificate (crawlnode tls ca create): with --tls-cert and --tls-key, Raft and node-to-node calls run over mutual TLS")
+	fs.StringVar(&f.tlsCert, "tls-cert", "", "this node's certificate, naming the node (crawlnode tls cert create --node NAME)")
+	fs.StringVar(&f.tlsKey, "tls-key", "", "this node's private key")
+	fs.BoolVar(&cl.InsecureCluster, "insecure-cluster", false, "serve gossip, Raft and the node-to-node endpoints beyond loopback without a cluster key and TLS (a network you trust)")
 	return f
 }
 
@@ -218,11 +224,6 @@ func (f *crawlFlags) parse(args []string) error {
 	if err := api.ValidProtectReads(c.APIProtectReads); err != nil {
 		return usageError{"--api-protect-reads: want data or all"}
 	}
-	keys, err := loadClusterKeys(f.clusterKeyFile)
-	if err != nil {
-		return usageError{err.Error()}
-	}
-	c.ClusterKeys = keys
 	if err := checkOutputStoreFlags(c); err != nil {
 		return err
 	}
@@ -232,6 +233,9 @@ func (f *crawlFlags) parse(args []string) error {
 				c.Cluster.Join = append(c.Cluster.Join, a)
 			}
 		}
+	}
+	if err := f.loadClusterSecrets(); err != nil {
+		return err
 	}
 	if c.Cluster.BootstrapExpect < 0 {
 		return usageError{"--bootstrap-expect must be >= 0"}
@@ -539,4 +543,46 @@ func showProgress(ctx context.Context, n *node.Node, log *slog.Logger) {
 func isTerminal(f *os.File) bool {
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// loadClusterSecrets reads the cluster key (--cluster-key-file, else
+// CRAWLNODE_CLUSTER_KEY) and the TLS credentials (--tls-ca, --tls-cert, --tls-key: all
+// three or none).
+func (f *crawlFlags) loadClusterSecrets() error {
+	cl := &f.cfg.Cluster
+	key := os.Getenv("CRAWLNODE_CLUSTER_KEY")
+	src := "CRAWLNODE_CLUSTER_KEY"
+	if f.clusterKeyFile != "" {
+		b, err := os.ReadFile(f.clusterKeyFile)
+		if err != nil {
+			return fmt.Errorf("--cluster-key-file: %w", err)
+		}
+		key, src = string(b), "--cluster-key-file "+f.clusterKeyFile
+	}
+	if strings.TrimSpace(key) != "" {
+		k, err := cluster.ParseKey(key)
+		if err != nil {
+			return usageError{fmt.Sprintf("%s: %v", src, err)}
+		}
+		cl.ClusterKey = k
+	}
+	given := 0
+	for _, v := range []string{f.tlsCA, f.tlsCert, f.tlsKey} {
+		if v != "" {
+			given++
+		}
+	}
+	switch given {
+	case 0:
+		return nil
+	case 3:
+		creds, err := peerauth.Load(f.tlsCA, f.tlsCert, f.tlsKey)
+		if err != nil {
+			return err
+		}
+		cl.TLS = creds
+		return nil
+	default:
+		return usageError{"TLS needs all three of --tls-ca, --tls-cert and --tls-key"}
+	}
 }

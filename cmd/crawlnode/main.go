@@ -5,6 +5,8 @@
 //	crawlnode export --data DIR --format jsonl|markdown|warc|urls|cdxj|wacz [--include-duplicates] --out PATH
 //	crawlnode export --api URL [--api-token T] [--allow-partial] --format ... --out PATH
 //	crawlnode deadletters --data DIR
+//	crawlnode tls ca create | tls cert create --node NAME   the cluster's PKI
+//	crawlnode keyring --list | --install KEY | --use KEY | --remove KEY   key rotation
 //	crawlnode status|seed|block|unblock|pause|resume --api URL    wrap the HTTP API
 //
 // The binary is thin: it parses flags, builds a node.Config, handles signals and prints
@@ -47,6 +49,10 @@ func run(args []string) int {
 			err = runExport(args[1:])
 		case "deadletters":
 			err = runDeadLetters(args[1:])
+		case "tls":
+			err = runTLS(args[1:])
+		case "keyring":
+			err = runKeyring(args[1:])
 		case "status", "cluster", "seed", "block", "unblock", "pause", "resume", "leave":
 			err = runClient(args[0], args[1:])
 		case "help":
@@ -93,6 +99,11 @@ Usage:
   crawlnode export --data DIR --format jsonl|markdown|warc|urls|cdxj|wacz [--include-duplicates] --out PATH
   crawlnode export --api URL [--api-token T] [--allow-partial] --format ... --out PATH   (the whole cluster)
   crawlnode deadletters --data DIR
+  crawlnode tls ca create [--dir D]     a CA for the cluster's mutual TLS
+  crawlnode tls cert create --node NAME [--ip IP]... [--dns NAME]... [--dir D]
+                                        a node's certificate and key, signed by the CA
+  crawlnode keyring --list | --install KEY | --use KEY | --remove KEY [--api URL]
+                                        rotate the cluster key on every member (KEY: base64 or @FILE)
   crawlnode status|cluster|pause|resume [--api URL]
   crawlnode leave [--api URL]           decommission that node: hand off its partitions, then exit
   crawlnode seed [--api URL] [--priority high] URL ...

@@ -43,6 +43,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/crawlnode/crawlnode/internal/httpjson"
@@ -79,8 +80,9 @@ func DeriveSecret(clusterKey []byte) ([]byte, error) {
 // Signer signs a node's outgoing internal requests.
 type Signer struct {
 	self   string
-	secret []byte // nil: no cluster key (only the name is sent)
 	now    func() time.Time
+	mu     sync.RWMutex
+	secret []byte // nil: no cluster key (only the name is sent)
 }
 
 // NewSigner returns the signer of node self with the cluster key clusterKey (nil: none:
@@ -100,6 +102,22 @@ func NewSigner(self string, clusterKey []byte, now func() time.Time) (*Signer, e
 	return s, nil
 }
 
+// SetKey makes clusterKey the key this signer signs with (a keyring rotation made it the
+// primary). nil or empty: sign no more (name only).
+func (s *Signer) SetKey(clusterKey []byte) error {
+	var sec []byte
+	if len(clusterKey) > 0 {
+		var err error
+		if sec, err = DeriveSecret(clusterKey); err != nil {
+			return err
+		}
+	}
+	s.mu.Lock()
+	s.secret = sec
+	s.mu.Unlock()
+	return nil
+}
+
 // Sign sets the peer name and, with a cluster key, the signature on req. A nil Signer
 // does nothing.
 func (s *Signer) Sign(req *http.Request) {
@@ -107,11 +125,14 @@ func (s *Signer) Sign(req *http.Request) {
 		return
 	}
 	req.Header.Set(HeaderPeer, s.self)
-	if s.secret == nil {
+	s.mu.RLock()
+	secret := s.secret
+	s.mu.RUnlock()
+	if secret == nil {
 		return
 	}
 	t := s.now().Unix()
-	req.Header.Set(HeaderAuth, "v1 t="+strconv.FormatInt(t, 10)+" s="+hex.EncodeToString(mac(s.secret, req.Method, req.URL.RequestURI(), s.self, t)))
+	req.Header.Set(HeaderAuth, "v1 t="+strconv.FormatInt(t, 10)+" s="+hex.EncodeToString(mac(secret, req.Method, req.URL.RequestURI(), s.self, t)))
 }
 
 func mac(secret []byte, method, uri, peer string, t int64) []byte {
@@ -122,6 +143,7 @@ func mac(secret []byte, method, uri, peer string, t int64) []byte {
 
 // Verifier checks the caller of an internal request.
 type Verifier struct {
+	mu      sync.RWMutex
 	secrets [][]byte
 	// TLSPeer, when set, names the caller from its verified client certificate (mutual
 	// TLS on): a request without one, or one it refuses, is refused.
@@ -137,18 +159,37 @@ type Verifier struct {
 // keyring, primary first); no keys: the loopback (or Insecure) mode.
 func NewVerifier(keys [][]byte) (*Verifier, error) {
 	v := &Verifier{}
-	for _, k := range keys {
-		sec, err := DeriveSecret(k)
-		if err != nil {
-			return nil, err
-		}
-		v.secrets = append(v.secrets, sec)
+	if err := v.SetKeys(keys); err != nil {
+		return nil, err
 	}
 	return v, nil
 }
 
+// SetKeys replaces the keys whose signatures the verifier accepts (the keyring after a
+// rotation step: every key in it verifies). On error the old keys stay.
+func (v *Verifier) SetKeys(keys [][]byte) error {
+	secrets := make([][]byte, 0, len(keys))
+	for _, k := range keys {
+		sec, err := DeriveSecret(k)
+		if err != nil {
+			return err
+		}
+		secrets = append(secrets, sec)
+	}
+	v.mu.Lock()
+	v.secrets = secrets
+	v.mu.Unlock()
+	return nil
+}
+
+func (v *Verifier) keys() [][]byte {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	return v.secrets
+}
+
 // Keyed reports whether the verifier checks signatures (a cluster key is set).
-func (v *Verifier) Keyed() bool { return len(v.secrets) > 0 }
+func (v *Verifier) Keyed() bool { return len(v.keys()) > 0 }
 
 // Mode names what authenticates callers: "tls", "key", "insecure" or "loopback".
 func (v *Verifier) Mode() string {
@@ -172,7 +213,8 @@ func (v *Verifier) Peer(r *http.Request) (string, error) {
 		return v.TLSPeer(r.TLS)
 	}
 	name := r.Header.Get(HeaderPeer)
-	if !v.Keyed() {
+	secrets := v.keys()
+	if len(secrets) == 0 {
 		if name == "" {
 			return "", fmt.Errorf("%w: no %s header", ErrNoCredentials, HeaderPeer)
 		}
@@ -196,7 +238,7 @@ func (v *Verifier) Peer(r *http.Request) (string, error) {
 	if d := now().Sub(time.Unix(t, 0)); d > MaxSkew || d < -MaxSkew {
 		return "", fmt.Errorf("%w: %s off the clock here", ErrStale, d.Round(time.Second))
 	}
-	for _, sec := range v.secrets {
+	for _, sec := range secrets {
 		if hmac.Equal(sig, mac(sec, r.Method, r.URL.RequestURI(), name, t)) {
 			return name, nil
 		}

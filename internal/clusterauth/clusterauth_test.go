@@ -130,3 +130,51 @@ func TestRequire(t *testing.T) {
 		}
 	}
 }
+
+// TestRotation: a rotation moves the signer's key (SetKey: the new primary) and the
+// verifier's ring (SetKeys) while requests go on: during the rotation both keys verify,
+// after it only the new one, and a bad key leaves the old ring in place.
+func TestRotation(t *testing.T) {
+	oldKey, newKey := bytes.Repeat([]byte{1}, 32), bytes.Repeat([]byte{2}, 32)
+	s, err := NewSigner("n1", oldKey, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := NewVerifier([][]byte{oldKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(step string, want error) {
+		t.Helper()
+		r := httptest.NewRequest("POST", "/internal/v1/links", nil)
+		r.RemoteAddr = "10.0.0.9:4000"
+		s.Sign(r)
+		name, err := v.Peer(r)
+		if !errors.Is(err, want) || (want == nil && name != "n1") {
+			t.Errorf("%s: %q %v, want %v", step, name, err, want)
+		}
+	}
+	check("before", nil)
+	if err := v.SetKeys([][]byte{oldKey, newKey}); err != nil { // install
+		t.Fatal(err)
+	}
+	check("installed", nil)
+	if err := s.SetKey(newKey); err != nil { // use
+		t.Fatal(err)
+	}
+	check("new primary", nil)
+	if err := v.SetKeys([][]byte{newKey}); err != nil { // remove the old one
+		t.Fatal(err)
+	}
+	check("old removed", nil)
+	if err := s.SetKey(oldKey); err != nil {
+		t.Fatal(err)
+	}
+	check("signed with the removed key", ErrBadSignature)
+	if err := v.SetKeys([][]byte{newKey, {}}); err == nil {
+		t.Error("SetKeys took an empty key")
+	}
+	if !v.Keyed() {
+		t.Error("a refused SetKeys dropped the ring")
+	}
+}

@@ -42,7 +42,9 @@ const (
 
 	// node: job settings and the payload index.
 	NodeJob     = 'j' // "jops", "jscope": the node's operator state and crawl scope
-	NodePayload = 'p' // p|digest -> the first WARC record with that payload (revisit records)
+	NodePayload = 'p' // p|digest -> the first WARC record with that payload; retired: a
+	// node moves them into D at start (dedup.MigratePayloads), where payloads are decided
+	// for the cluster
 
 	// replica (package replica): copies of peers' partitions and outboxes, kept apart
 	// from the frontier's own keys. R|slot|frontier or outbox key -> a copied key;
@@ -76,7 +78,7 @@ var Families = []Family{
 	{CorpusState, "corpus", "counters and stage state"},
 	{CorpusPage, "corpus", "page to corpus record"},
 	{NodeJob, "node", "operator state (pause, blocks) and scope"},
-	{NodePayload, "node", "payload digest to first WARC record"},
+	{NodePayload, "node", "payload digest to first WARC record (retired, moved into D)"},
 	{Replica, "replica", "partition copies held for peers"},
 	{badgerInternal, "badger", "Badger's own keys (!badger!)"},
 }
