@@ -149,7 +149,7 @@ func newCrawlFlags(name string) *crawlFlags {
 	f.durationVar(&cl.ReplicaInterval, "replica-interval", time.Second, "how often each partition's changes are copied to its backup node (negative: no replicas)")
 	fs.StringVar(&cl.Profile, "cluster-profile", "lan", "cluster timings: lan, or test (fast, for one machine)")
 	// Members only: the cluster key and mutual TLS (see cluster/security.go).
-	fs.StringVar(&f.clusterKeyFile, "cluster-key-file", "", "file holding the cluster key (base64 of 16, 24 or 32 bytes) that encrypts and authenticates gossip (or CRAWLNODE_CLUSTER_KEY, the key itself)")
+	fs.StringVar(&f.clusterKeyFile, "cluster-key-file", "", "file holding the cluster key (base64 of 16, 24 or 32 bytes) that encrypts and authenticates gossip and, without TLS, signs every node-to-node request (or CRAWLNODE_CLUSTER_KEY, the key itself; neither: node-to-node routes take loopback callers only)")
 	fs.StringVar(&f.tlsCA, "tls-ca", "", "the cluster's CA certificate (crawlnode tls ca create): with --tls-cert and --tls-key, Raft and node-to-node calls run over mutual TLS")
 	fs.StringVar(&f.tlsCert, "tls-cert", "", "this node's certificate, naming the node (crawlnode tls cert create --node NAME)")
 	fs.StringVar(&f.tlsKey, "tls-key", "", "this node's private key")
