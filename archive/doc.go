@@ -54,6 +54,8 @@
 // and a crash during parsing costs a re-parse, not a re-fetch. fsync runs every SyncInterval
 // (default 1s) when something was written, at rotation, on Sync and on Close; a power loss can
 // lose at most the last SyncInterval of records, and Open cuts any torn tail it leaves.
+// A node calls Sync before it records a page as fetched (its commit path, group-committed),
+// so the records a power cut can drop are only those of pages not yet recorded.
 //
 // Rotation. A file is closed (fsync + close) by the write that makes it reach MaxFileSize; the
 // next write creates the next file. Files are created lazily, so no file holds only a warcinfo.

@@ -62,3 +62,10 @@ func planFiles(names []string, prefix, node string) (newest string, nextSeq int)
 	})
 	return ours[len(ours)-1].name, nextSeq
 }
+
+// FileNode returns the node name in a WARC file name of ours
+// (<prefix>-<yyyymmddhhmmss>-<seq5>-<node>.warc.gz); ok is false for other names.
+func FileNode(name string) (node string, ok bool) {
+	p, ok := parseFileName(name)
+	return p.node, ok
+}

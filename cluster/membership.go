@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/crawlnode/crawlnode/internal/durablefile"
 	"os"
 	"path/filepath"
 	"slices"
@@ -127,8 +128,5 @@ func (c *Cluster) savePeers() {
 		return
 	}
 	b, _ := json.Marshal(addrs)
-	tmp := c.peersPath() + ".tmp"
-	if os.WriteFile(tmp, b, 0o644) == nil {
-		_ = os.Rename(tmp, c.peersPath())
-	}
+	_ = durablefile.WriteFile(c.peersPath(), b, 0o644)
 }

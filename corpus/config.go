@@ -275,6 +275,12 @@ type Job struct {
 	// record and its payload is not on this node. The stage does not read it back: the
 	// record is an exact duplicate of that page (the same bytes have the same text).
 	PayloadOf string `json:"payload_of,omitempty"`
+	// Refetch: the fetch is not a revisit, so it replaces any capture of the same URL the
+	// duplicate index still names (made by a node lost since, its record gone; also set
+	// for the refetches a promotion queues, frontier.Lease.Refetch): the decision lets it
+	// take over keys naming its own URL (DedupPage.Refetch). False for a revisit, whose
+	// unchanged text stays a duplicate of its earlier capture.
+	Refetch bool `json:"refetch,omitempty"`
 }
 
 // Quality holds the page's quality signals.

@@ -12,6 +12,10 @@ type DedupPage struct {
 	Ref     string
 	Hash    []byte // SHA-256 of NormalizeText(text)
 	SimHash uint64
+	// Refetch: the page replaces any earlier capture of its own URL (Job.Refetch: not a
+	// revisit): a key naming the same URL at another fetch time is a lost capture, not an
+	// original it duplicates.
+	Refetch bool
 }
 
 // DedupVerdict is a Decider's answer for one page. Of is empty for an original; else the
@@ -47,7 +51,7 @@ func (s *Stage) decideBatch(ctx context.Context, batch []result) bool {
 	for i := range batch {
 		a := &batch[i].a
 		if a.hasText && a.rec.Rejected == "" {
-			pages = append(pages, DedupPage{Ref: recordKey(a.rec.URL, a.rec.FetchTime.UnixNano()), Hash: a.hashBytes, SimHash: a.simhash})
+			pages = append(pages, DedupPage{Ref: recordKey(a.rec.URL, a.rec.FetchTime.UnixNano()), Hash: a.hashBytes, SimHash: a.simhash, Refetch: a.refetch})
 			idx = append(idx, i)
 		}
 	}

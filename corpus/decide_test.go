@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -127,5 +128,64 @@ func TestStageDeciderUnreachable(t *testing.T) {
 	}
 	if dups != 1 {
 		t.Errorf("%d duplicates, want 1 (the mirror)", dups)
+	}
+}
+
+// recordingDecider answers every page as an original and keeps what it was asked.
+type recordingDecider struct {
+	mu    sync.Mutex
+	pages map[string]DedupPage // by URL
+}
+
+func (d *recordingDecider) Decide(_ context.Context, pages []DedupPage) ([]DedupVerdict, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, p := range pages {
+		u, _, _ := strings.Cut(p.Ref, "\t")
+		d.pages[u] = p
+	}
+	return make([]DedupVerdict, len(pages)), nil
+}
+
+// TestStageRefetchReachesTheDecider: Job.Refetch (a first fetch, not a revisit) is what the
+// Decider sees as DedupPage.Refetch, through the durable backlog.
+func TestStageRefetchReachesTheDecider(t *testing.T) {
+	db := openMemDB(t)
+	dir := t.TempDir()
+	st := newSite()
+	var jobs []Job
+	for i := 0; i < 2; i++ {
+		url := fmt.Sprintf("http://h%d.sim.test/a", i)
+		st.add(url, genPage(fmt.Sprintf("A %d", i), genParagraphs(uint64(700+i), 8, 60), pageOpts{}))
+		j := jobFor(url, i)
+		j.Refetch = i == 1
+		jobs = append(jobs, j)
+	}
+	dec := &recordingDecider{pages: map[string]DedupPage{}}
+	cfg := testConfig(db, dir, st)
+	cfg.Decider = dec
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Enqueue(jobs...); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i, j := range jobs {
+		p, ok := dec.pages[j.URL]
+		if !ok || p.Refetch != (i == 1) {
+			t.Errorf("%s: asked %v, Refetch %v, want %v", j.URL, ok, p.Refetch, i == 1)
+		}
 	}
 }

@@ -78,6 +78,7 @@ type analysis struct {
 	simhash   uint64
 	hasText   bool   // text was extracted (hash and simhash are set): goes to dedup if not rejected
 	hashBytes []byte // raw sha256 of the normalized text
+	refetch   bool   // Job.Refetch, for the duplicate decision
 	// shortcut: the page qualifies for the shortcut (reach 0, no JSON-LD, no fallback),
 	// whether or not it was taken. reach, jsonLD and mainChars (non-space characters of the
 	// main text, when extracted) are kept for the tests that hold the shortcut to real pages.

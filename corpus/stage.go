@@ -518,7 +518,9 @@ func (s *Stage) process(ctx context.Context, j *Job) (a analysis, dropped bool) 
 		s.log.Warn("load page for extraction", "url", j.URL, "warc", j.WARCFile, "offset", j.WARCOffset, "err", err)
 		return analysis{rec: rec}, false
 	}
-	return s.extractor.analyze(j, body), false
+	a = s.extractor.analyze(j, body)
+	a.refetch = j.Refetch
+	return a, false
 }
 
 // commitLoop is the single writer: duplicate decisions, shard writes, backlog deletions.

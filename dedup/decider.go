@@ -83,9 +83,9 @@ func (d *Decider) Decide(ctx context.Context, pages []corpus.DedupPage) ([]corpu
 	defer func() { d.st.DecideNanos.Add(int64(time.Since(start))) }()
 	ops := make([]Op, 0, opsPerPage*len(pages))
 	for _, p := range pages {
-		ops = append(ops, Op{Code: OpExact, Part: ExactPartition(pad4(p.Hash)), Hash: p.Hash, Ref: p.Ref})
+		ops = append(ops, Op{Code: OpExact, Part: ExactPartition(pad4(p.Hash)), Hash: p.Hash, Ref: p.Ref, Revisit: !p.Refetch})
 		for t := 0; t < Tables; t++ {
-			ops = append(ops, Op{Code: OpNear, Part: NearPartition(t, block(p.SimHash, t)), Hash: p.Hash[:min(8, len(p.Hash))], Table: uint8(t), FP: p.SimHash, Ref: p.Ref})
+			ops = append(ops, Op{Code: OpNear, Part: NearPartition(t, block(p.SimHash, t)), Hash: p.Hash[:min(8, len(p.Hash))], Table: uint8(t), FP: p.SimHash, Ref: p.Ref, Revisit: !p.Refetch})
 		}
 	}
 	res, err := d.exec(ctx, ops)

@@ -285,3 +285,53 @@ func TestRetriedRoundKeepsOneOriginal(t *testing.T) {
 		}
 	}
 }
+
+// TestRefetchTakesOverItsLostCapture: a page refetched because its capture was lost with
+// a node (DedupPage.Refetch) finds keys naming its own URL at another fetch time: it
+// becomes the original and takes them over, exact and near (also when its text changed a
+// little), so later copies point at it; without Refetch the same page is a duplicate of
+// its earlier capture, as a recrawl's is; another URL's original is never taken over.
+func TestRefetchTakesOverItsLostCapture(t *testing.T) {
+	_, ns := newCluster(t, 3)
+	const fp = 0x0123_4567_89ab_cdef
+	lost := page("http://a/1", "alpha", fp)
+	other := page("http://o/1", "omega", 0xfedc_ba98_7654_3210)
+	if v := decide(t, ns[0].dec, lost, other); v[0] != (corpus.DedupVerdict{}) || v[1] != (corpus.DedupVerdict{}) {
+		t.Fatalf("first captures: %+v", v)
+	}
+	again := page("http://a/1", "alpha", fp)
+	again.Ref = "http://a/1\t2"
+	if v := decide(t, ns[1].dec, again)[0]; v.Of != lost.Ref {
+		t.Fatalf("a plain second capture: %+v, want a duplicate of the first", v)
+	}
+	again.Refetch = true
+	if v := decide(t, ns[1].dec, again)[0]; v != (corpus.DedupVerdict{}) {
+		t.Fatalf("the refetch: %+v, want an original", v)
+	}
+	copyOf := page("http://b/1", "alpha", fp)
+	if v := decide(t, ns[2].dec, copyOf)[0]; v.Of != again.Ref || v.Kind != corpus.DupExact {
+		t.Errorf("a later copy: %+v, want an exact duplicate of the refetch %q", v, again.Ref)
+	}
+	near := page("http://c/1", "alpha?", fp^0b11)
+	if v := decide(t, ns[0].dec, near)[0]; v.Of != again.Ref || v.Kind != corpus.DupNear {
+		t.Errorf("a later near copy: %+v, want a near duplicate of the refetch %q", v, again.Ref)
+	}
+	// The refetch of another URL whose text is another's original stays its duplicate.
+	mirror := page("http://m/1", "omega", 0xfedc_ba98_7654_3210)
+	mirror.Ref, mirror.Refetch = "http://m/1\t3", true
+	if v := decide(t, ns[2].dec, mirror)[0]; v.Of != other.Ref {
+		t.Errorf("a refetched mirror: %+v, want a duplicate of %q", v, other.Ref)
+	}
+	// A refetch whose text changed a little replaces its capture's near entries.
+	n1 := page("http://n/1", "nu", 0x1111_2222_3333_4444)
+	decide(t, ns[0].dec, n1)
+	n2 := page("http://n/1", "nu!", 0x1111_2222_3333_4444^0b1)
+	n2.Ref, n2.Refetch = "http://n/1\t5", true
+	if v := decide(t, ns[1].dec, n2)[0]; v != (corpus.DedupVerdict{}) {
+		t.Errorf("a changed refetch: %+v, want an original", v)
+	}
+	n3 := page("http://p/1", "nu?", 0x1111_2222_3333_4444^0b10)
+	if v := decide(t, ns[2].dec, n3)[0]; v.Of != n2.Ref {
+		t.Errorf("a near copy after the changed refetch: %+v, want a duplicate of %q", v, n2.Ref)
+	}
+}

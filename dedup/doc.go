@@ -60,6 +60,18 @@
 //   - A page that finds itself (same URL and fetch time: redone after a crash or after a
 //     failed round) is not its own duplicate, as on one node; a repeated Decide for the
 //     same pages answers the same, so the stage simply asks again after an error.
+//   - A page that replaces its own lost capture. A first fetch of a URL (not a revisit:
+//     the frontier admits a URL once, so a second first fetch means its earlier capture
+//     was forgotten) can find keys naming its URL at another fetch time: a node lost for
+//     good had fetched it and its record is gone (its WARC never reached the output
+//     store and the promotion queued it again, or it was fetched after the lost node's
+//     last replicated round). The page takes the exact key over and removes the near
+//     entries of its URL, and becomes the original; later copies point at it. A revisit
+//     (Op.Revisit, sent only then) of the same text stays a duplicate of its earlier
+//     capture, as on one node. Two first fetches of a URL that both reached the store
+//     (a partition's URL fetched again after a handoff, or a lost capture that did reach
+//     the store within the replication lag) leave two originals of one URL: export --api
+//     keeps one (its one-record-per-URL rule), export --from both.
 //   - Failure: any owner that does not answer (transport error, 5xx, 409 after a lease
 //     moved, no owner yet, Timeout) fails the whole call; corpus retries it with backoff
 //     while the pages' jobs stay queued (its backlog is bounded by MaxBacklog, which

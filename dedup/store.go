@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/crawlnode/crawlnode/ring"
@@ -19,6 +21,14 @@ type Op struct {
 	Table uint8  `json:"t,omitempty"`
 	FP    uint64 `json:"f,omitempty"`
 	Ref   string `json:"r"` // the asking page: "<url>\t<fetch time ns>"
+	// Revisit (OpExact, OpNear): the asking page is a revisit of a URL whose earlier
+	// capture stands (corpus.DedupPage.Refetch false): a key naming the same URL at
+	// another fetch time is that capture, and the page is its duplicate as on one node.
+	// Without it (every first fetch of a URL) such a key names a capture whose record
+	// was lost with a node: the page takes the key over instead of being its duplicate,
+	// and near entries of its URL are removed. Sent only on revisits, so the usual
+	// operation carries no extra byte.
+	Revisit bool `json:"rv,omitempty"`
 }
 
 // Operation codes.
@@ -216,8 +226,14 @@ func apply(v *view, o *Op) (Result, error) {
 	case OpExact:
 		k := exactKey(o.Part, o.Hash)
 		val, found, err := v.get(k)
-		if err != nil || (found && string(val) != o.Ref) {
-			return Result{Ref: string(val)}, err
+		if err != nil {
+			return Result{}, err
+		}
+		if found && string(val) != o.Ref && !o.Revisit && sameURL(string(val), o.Ref) {
+			found = false // its own lost capture: the refetch takes the key over
+		}
+		if found && string(val) != o.Ref {
+			return Result{Ref: string(val)}, nil
 		}
 		if !found {
 			v.put(k, []byte(o.Ref), nil)
@@ -263,6 +279,12 @@ func applyNear(v *view, o *Op) (Result, error) {
 			return err
 		}
 		ref := string(val[8:])
+		if !o.Revisit && ref != o.Ref && sameURL(ref, o.Ref) {
+			// Its own lost capture: removed, so no page is ever found a duplicate of it;
+			// the refetch enters the bucket in its place.
+			v.put(slices.Clone(key), nil, prefix)
+			return nil
+		}
 		if fp == o.FP {
 			present = true // never overwritten: the first page with a fingerprint keeps it
 			best.Mine = best.Mine || ref == o.Ref
@@ -292,6 +314,13 @@ func applyNear(v *view, o *Op) (Result, error) {
 		best.Dist = 0
 	}
 	return best, nil
+}
+
+// sameURL says whether two refs ("<url>\t<fetch time ns>") name the same URL.
+func sameURL(a, b string) bool {
+	ua, _, _ := strings.Cut(a, "\t")
+	ub, _, _ := strings.Cut(b, "\t")
+	return ua == ub
 }
 
 func get(txn *badger.Txn, k []byte) ([]byte, bool, error) {

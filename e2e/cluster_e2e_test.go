@@ -107,6 +107,7 @@ func clusterArgs(addr string, delay time.Duration, grace time.Duration) []string
 		"--robots-retry", "200ms", "--retry-base", "200ms", "--timeout", "30s", "--max-depth", "100",
 		"--log-format", "json", "--log-level", "warn", "--http", "127.0.0.1:0",
 		"--cluster-profile", "test", "--grace", grace.String(), "--no-extract",
+		"--no-fsync", // as crawlArgs: the power-cut tests pass --no-fsync=false
 	}
 }
 
@@ -615,6 +616,7 @@ func TestClusterJobConfig(t *testing.T) {
 // replStats is the sum of the running members' replication figures (lag: the largest).
 type replStats struct {
 	Promoted   int64   `json:"promoted"`
+	Refetched  int64   `json:"refetched"`
 	Bytes      int64   `json:"bytes"`
 	Records    int64   `json:"records"`
 	Rounds     int64   `json:"rounds"`
@@ -638,6 +640,7 @@ func (cr *clusterRun) replicas() (sum replStats) {
 			continue
 		}
 		sum.Promoted += v.Replicas.Promoted
+		sum.Refetched += v.Replicas.Refetched
 		sum.Bytes += v.Replicas.Bytes
 		sum.Records += v.Replicas.Records
 		sum.Rounds += v.Replicas.Rounds

@@ -166,6 +166,10 @@ func crawlArgs(data, addr string, w *simweb.Web, t *testing.T, extra ...string) 
 		"--delay", "0", "--concurrency", "64", "--exit-when-done",
 		"--robots-retry", "200ms", "--retry-base", "200ms", "--timeout", "10s",
 		"--max-depth", "100", "--log-format", "json", "--log-level", "warn", "--http", "127.0.0.1:0",
+		// No fsync: these tests judge what the crawl fetched and wrote, and a process that
+		// dies (kill -9) loses nothing from the page cache. What fsync keeps through a power
+		// cut is TestPowerCut's subject (it passes --no-fsync=false; the last value wins).
+		"--no-fsync",
 	}
 	return append(args, extra...)
 }

@@ -64,12 +64,13 @@ func TestOutputStoreOutage(t *testing.T) {
 	srv := s3test.Start(t, "crawl")
 	setStoreEnv(t)
 	// 1,918 requests (506 must-reach pages, the rest robots.txt, redirects and trap budgets)
-	// on 8 hosts at 0.5 s a host: a crawl of about two minutes, so the outage falls well
-	// inside it; 206 s for the whole test (12 hosts: 3,327 requests, 258 s).
+	// on 8 hosts at 0.3 s a host: a crawl of at least 72 s, so the outage (from the first
+	// upload, a few seconds in) falls inside it. Upload retries wait at most 5 s, so the
+	// uploads catch up within seconds of the store's return.
 	w, addr := web(t, func(c *simweb.Config) { c.Hosts = 8; c.Seed = 7 })
 	data := filepath.Join(t.TempDir(), "data")
-	args := crawlArgs(data, addr, w, t, "--delay", "500ms", "--output-store", "s3://crawl/run1",
-		"--s3-endpoint", srv.Endpoint(), "--rotate-every", "2s")
+	args := crawlArgs(data, addr, w, t, "--delay", "300ms", "--output-store", "s3://crawl/run1",
+		"--s3-endpoint", srv.Endpoint(), "--rotate-every", "2s", "--output-store-retry-max", "5s")
 	c := startCrawler(t, args...)
 	clustertest.Eventually(t, 60*time.Second, "first upload", func() bool {
 		return len(srv.Objects(t, "crawl", "run1/nodes/")) >= 3 // a WARC file, its index, the manifest
@@ -87,7 +88,7 @@ func TestOutputStoreOutage(t *testing.T) {
 	if code := c.wait(t, 6*time.Minute); code != 0 {
 		t.Fatalf("crawlnode exited %d:\n%s", code, tail(c.stderr.String(), 3000))
 	}
-	rep := w.Report(reportOptions(500 * time.Millisecond))
+	rep := w.Report(reportOptions(300 * time.Millisecond))
 	checkClean(t, rep, 0)
 	if !strings.Contains(c.stderr.String(), "upload to the output store failed") {
 		t.Errorf("no upload failed during the outage: was the store really down?")
@@ -206,7 +207,8 @@ func TestOutputStorePausesAtBound(t *testing.T) {
 	w, addr := web(t, func(c *simweb.Config) { c.Hosts = 4; c.Seed = 3 })
 	data := filepath.Join(t.TempDir(), "data")
 	c := startCrawler(t, crawlArgs(data, addr, w, t, "--delay", "200ms", "--output-store", "s3://crawl/run1",
-		"--s3-endpoint", srv.Endpoint(), "--rotate-every", "1s", "--output-store-max-unshipped", "300000")...)
+		"--s3-endpoint", srv.Endpoint(), "--rotate-every", "1s", "--output-store-max-unshipped", "300000",
+		"--output-store-retry-max", "3s")...)
 	base := apiAddr(t, data)
 	clustertest.Eventually(t, 60*time.Second, "first upload", func() bool {
 		return len(srv.Objects(t, "crawl", "run1/nodes/")) >= 3

@@ -21,7 +21,10 @@
 //     every partition committed, 409 with the refused partitions when the receiver does
 //     not own some of them at the batch's epoch. HandlerSync also runs a hook after the
 //     commits and before the answer (a node waits there until its replicas hold the
-//     links: once acknowledged, the links exist nowhere else).
+//     links: once acknowledged, the links exist nowhere else). "Committed" means durable:
+//     a node opens Badger with SyncWrites, so a commit has been fsynced when it returns
+//     and a power cut on the receiver after the answer loses none of the links (package
+//     node's doc, "Durability").
 //
 // Key space (family 'o' only; the DB is shared with the frontier and others):
 //

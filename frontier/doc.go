@@ -50,7 +50,7 @@
 // Key space (family byte, 2-byte big-endian partition, then):
 //
 //	q|part|host|0x00|priority(1)|depth(2)|seq(8)  queued URL (qrec: url, from, depth, hops, attempts, last error,
-//	                                               cash, validators); priority 0 = a revisit due, else
+//	                                               cash, validators, flags: refetch); priority 0 = a revisit due, else
 //	                                               1 + class*60 + cash bucket
 //	h|part|host                                    host state (delay, next allowed, admitted, generated)
 //	h|part|host|0x00|'m'                           opaque host meta (robots.txt, set by the node)
@@ -66,7 +66,8 @@
 // views for operators), schedule.go (the host heaps, wake-ups, retry due times),
 // politeness.go (the pure politeness and retry arithmetic), batch.go (grouped Badger
 // writes), read.go (Stats, Lookup, dead letters), partition.go (partition pause, export,
-// drop), import.go (ImportPartition: decode, a pure decide, write), opic.go, recrawl.go,
+// drop), import.go (ImportPartition: decode, a pure decide, write; ImportOptions: a
+// promotion's refetches), opic.go, recrawl.go,
 // traps.go, bloom.go, seencache.go, seenindex.go, keys.go (encodings).
 //
 // Locks. Every mutex of a Frontier, what it guards, and the order: a goroutine holding one

@@ -54,6 +54,10 @@ type Lease struct {
 	// holds what the last fetch saw, for a conditional request and the change check.
 	Revisit    bool
 	Validators Validators
+	// Refetch: the URL was queued again when a lost node's partition was promoted
+	// (ImportOptions): a capture of it may exist only on the lost disk, so this fetch
+	// replaces it (the duplicate decision lets it take over keys naming its own URL).
+	Refetch bool
 
 	issuer *Frontier // the frontier whose Next issued it (ErrBadLease otherwise)
 	part   uint16

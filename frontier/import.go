@@ -33,6 +33,9 @@ type ImportStats struct {
 	DedupNew     int // duplicate keys (family D) added
 	DedupKept    int // duplicate keys already here: the local value stays (first writer wins)
 	Chunks       int // write batches committed
+	// Refetch (ImportOptions): fetched URLs queued again, and those that could not be
+	// (their host maps to another partition here).
+	Refetch, NotRefetched int
 }
 
 // importChunkRecords and importChunkBytes bound what one import step holds in memory and
@@ -79,6 +82,27 @@ type rawRec struct {
 // in-memory state (host structs, counters, Bloom filter, prefetch buffers) includes the
 // chunk, so Next and Add see imported data at once when p is not paused by the caller.
 func (f *Frontier) ImportPartition(p uint16, next func() (family byte, key, value []byte, err error)) (ImportStats, error) {
+	return f.ImportPartitionWith(p, next, ImportOptions{})
+}
+
+// ImportOptions change what ImportPartitionWith does with a lost node's records.
+type ImportOptions struct {
+	// Refetch, when set, is asked about every URL the stream records as fetched: its
+	// hash and, for a seen record, the record (nil for a revisit's r record, which comes
+	// before its seen record; the caller looks the record up). True: the capture may not
+	// have reached the output store, so the URL is queued again as a discovery URL
+	// (qrec.Refetch set, no validators: a full fetch, never a conditional one), at the
+	// deepest admitted depth (its links were admitted with the first fetch; none beyond
+	// the depth limit is admitted now), instead of being recorded as fetched. A URL whose
+	// host does not map to the partition here keeps its record (counted NotRefetched).
+	Refetch func(h [16]byte, seen *SeenRecord) (bool, error)
+	// MarkQueued marks every URL the stream has queued or waiting (not a revisit) as a
+	// refetch too: a lost node may have fetched it after its last replicated round.
+	MarkQueued bool
+}
+
+// ImportPartitionWith is ImportPartition with options (a promotion's refetches).
+func (f *Frontier) ImportPartitionWith(p uint16, next func() (family byte, key, value []byte, err error), o ImportOptions) (ImportStats, error) {
 	var st ImportStats
 	f.partitionOpMu.Lock()
 	defer f.partitionOpMu.Unlock()
@@ -87,7 +111,7 @@ func (f *Frontier) ImportPartition(p uint16, next func() (family byte, key, valu
 	if err != nil {
 		return st, fmt.Errorf("frontier: import partition %d: %w", p, err)
 	}
-	im := &importer{f: f, p: p, st: &st, newHosts: map[string]bool{}}
+	im := &importer{f: f, p: p, st: &st, newHosts: map[string]bool{}, opts: o}
 	defer im.fixChildren()
 	var chunk []rawRec
 	size := 0
@@ -128,6 +152,7 @@ type importer struct {
 	// few on a receiver that did not own p.
 	local    map[[16]byte]localRef
 	newHosts map[string]bool
+	opts     ImportOptions
 }
 
 type localRef struct {
@@ -392,6 +417,9 @@ func (im *importer) apply(chunk []rawRec) error {
 	for i, r := range chunk {
 		var err error
 		if recs[i], err = decodeImport(r, im.p, im.f.cfg.PartitionOf); err != nil {
+			return err
+		}
+		if err := im.refetch(&recs[i]); err != nil {
 			return err
 		}
 	}
@@ -734,5 +762,58 @@ func seenWins(local, imported SeenRecord) bool {
 		return true
 	default:
 		return false
+	}
+}
+
+// refetch applies ImportOptions to a decoded record: a fetched URL whose capture may be
+// lost becomes a queued discovery record (a revisit's r record too, so the URL is queued
+// once, now, and fetched in full); with MarkQueued a queued or waiting URL is marked.
+func (im *importer) refetch(r *impRec) error {
+	o := im.opts
+	switch {
+	case o.Refetch == nil && !o.MarkQueued:
+		return nil
+	case (r.fam == famQueue || r.fam == famRetry) && !(r.fam == famRetry && r.rseq&revisitBit != 0) && prioOfKey(r.qk) != bandRevisit:
+		r.rec.Refetch = r.rec.Refetch || o.MarkQueued
+		return nil
+	case o.Refetch == nil:
+		return nil
+	case r.fam == famRetry || r.fam == famQueue: // a revisit
+		again, err := o.Refetch(r.hash, nil)
+		if err != nil || !again {
+			return err
+		}
+		im.requeue(r, r.rec.URL, false)
+	case r.fam == famSeen && r.seen.State == StateFetched:
+		again, err := o.Refetch(r.hash, &r.seen)
+		if err != nil || !again {
+			return err
+		}
+		im.requeue(r, r.seen.URL, true)
+	}
+	return nil
+}
+
+// requeue turns r into a q record that queues url again as a refetch (see
+// ImportOptions.Refetch), or leaves it as it is when url's host is not of the partition.
+// count: r is the URL's seen record (a revisit's r record comes before it and is not
+// counted, so each URL counts once).
+func (im *importer) requeue(r *impRec, url string, count bool) {
+	f := im.f
+	hn, ok := hostOf(url)
+	if !ok || f.cfg.PartitionOf(hn) != im.p || URLHash(url) != r.hash {
+		if count {
+			im.st.NotRefetched++
+		}
+		return
+	}
+	f.mu.Lock()
+	depth := max(f.cfg.MaxDepth, 0)
+	f.mu.Unlock()
+	rec := qrec{URL: url, Depth: depth, Links: 1, Refetch: true}
+	qk := qKey(im.p, hn, queueBand(0, 0), depth, 0)
+	*r = impRec{fam: famQueue, key: qk, val: rec.encode(), host: hn, hash: r.hash, qk: qk, rec: rec}
+	if count {
+		im.st.Refetch++
 	}
 }

@@ -218,9 +218,15 @@ type qrec struct {
 	// Links counts the link occurrences (pages linking to it) the URL received while
 	// queued, itself included (version 3; older records read as 1).
 	Links int
+	// Refetch: queued again by a promotion because the capture a lost node made may not
+	// have reached the output store (ImportOptions; version 4, a flags word).
+	Refetch bool
 }
 
-const qrecVersion = 3
+const qrecVersion = 4
+
+// qrec flag bits (version 4).
+const qrecRefetch = 1
 
 func (r *qrec) encode() []byte {
 	e := enc{b: make([]byte, 0, 32+len(r.URL)+len(r.From)+len(r.LastErr))}
@@ -237,6 +243,11 @@ func (r *qrec) encode() []byte {
 	e.u(math.Float64bits(r.History))
 	r.Val.encode(&e)
 	e.u(uint64(r.Links))
+	var flags uint64
+	if r.Refetch {
+		flags |= qrecRefetch
+	}
+	e.u(flags)
 	return e.b
 }
 
@@ -260,6 +271,9 @@ func decodeQrec(b []byte) (qrec, error) {
 	r.Links = 1
 	if ver >= 3 {
 		r.Links = int(d.u())
+	}
+	if ver >= 4 {
+		r.Refetch = d.u()&qrecRefetch != 0
 	}
 	return r, d.done("queue record")
 }
@@ -329,6 +343,10 @@ func (s *SeenRecord) encode() []byte {
 	}
 	return e.b
 }
+
+// DecodeSeenRecord decodes the value of a seen key (family s) as an export or a replica
+// carries it.
+func DecodeSeenRecord(b []byte) (SeenRecord, error) { return decodeSeen(b) }
 
 func decodeSeen(b []byte) (SeenRecord, error) {
 	d := dec{b: b}

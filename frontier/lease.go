@@ -118,7 +118,7 @@ func (f *Frontier) leaseLocked(h *host, now int64) *Lease {
 	r := it.rec
 	return &Lease{
 		URL: r.URL, Host: h.name, Depth: r.Depth, Hops: r.Hops, Attempts: r.Attempts, From: r.From, Priority: r.Priority,
-		Cash: r.Cash, History: r.History, Revisit: prioOfKey(it.key) == bandRevisit, Validators: r.Val,
+		Cash: r.Cash, History: r.History, Revisit: prioOfKey(it.key) == bandRevisit, Validators: r.Val, Refetch: r.Refetch,
 		issuer: f, part: h.part, key: it.key, rec: r, prevNext: prev, leaseNext: h.nextAt,
 	}
 }

@@ -124,7 +124,14 @@ func (n *Node) committer(ctx context.Context, in <-chan pendingDone) {
 			}
 			cs = append(cs, frontier.Completion{Lease: p.l, Outcome: p.o})
 		}
-		durable := n.durably(ctx, "queue discovered links", func() error {
+		// The batch's WARC records are fsynced before anything that points at them (extract
+		// jobs, payload entries, the "done" records) is written: otherwise a power cut could
+		// keep a page recorded as fetched whose record never reached the disk. One fsync
+		// serves every committer waiting (groupSync).
+		synced := n.cfg.NoSync || n.durably(ctx, "fsync WARC records", func() error {
+			return n.warcSync.Wait(context.Background())
+		})
+		durable := synced && n.durably(ctx, "queue discovered links", func() error {
 			if len(links) == 0 {
 				return nil
 			}
@@ -144,8 +151,11 @@ func (n *Node) committer(ctx context.Context, in <-chan pendingDone) {
 				cs[i].Outcome.Kind, cs[i].Outcome.Status, cs[i].Outcome.Err = frontier.Requeue, 0, ""
 			}
 		}
-		// The full records are written: later identical payloads may refer to them.
-		n.payloads.Register(payloads)
+		// The full records are written and fsynced: later identical payloads may refer to
+		// them.
+		if synced {
+			n.payloads.Register(payloads)
+		}
 		n.recordDone(ctx, cs)
 		n.stats.commitBatches.Add(1)
 		n.stats.commitLeases.Add(int64(len(cs)))
@@ -542,6 +552,13 @@ func (n *Node) queueExtract(l *frontier.Lease, resp *fetch.Response, loc warcLoc
 		XRobotsTag:     resp.Header.Values("X-Robots-Tag"),
 		TDMReservation: resp.Header.Get("Tdm-Reservation"),
 		TDMPolicy:      resp.Header.Get("Tdm-Policy"),
+		// A fetch that is not a revisit is the frontier's first capture of the URL: a
+		// capture of it that the duplicate index still names was made by a node whose
+		// record is gone (lost with it: never shipped, or fetched after its last
+		// replicated round, so its copy did not even know the URL), and this page
+		// replaces it (dedup.Op.Refetch). A revisit of the same text stays a duplicate
+		// of its earlier capture.
+		Refetch: l.Refetch || !l.Revisit,
 	}
 	if reserved, policy := tdm.reserved(pathOf(l.URL)); reserved {
 		job.HostTDMReserved = true

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/crawlnode/crawlnode/internal/durablefile"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -119,18 +120,15 @@ func OpenDataDir(path, wantNode string) (*DataDir, error) {
 		}
 		m = &marker{Format: DataFormat, Node: name, Created: time.Now().UTC()}
 		b, _ := json.MarshalIndent(m, "", "  ")
-		tmp := filepath.Join(path, markerName+".tmp")
-		if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-			lf.Close()
-			return nil, fmt.Errorf("write %s: %w", markerName, err)
-		}
-		if err := os.Rename(tmp, filepath.Join(path, markerName)); err != nil {
+		// Durably (fsync, rename, fsync the directory): a power cut right after the first
+		// start must not leave an empty marker, which no later start could read.
+		if err := durablefile.WriteFile(filepath.Join(path, markerName), append(b, '\n'), 0o644); err != nil {
 			lf.Close()
 			return nil, fmt.Errorf("write %s: %w", markerName, err)
 		}
 	}
 	for _, sub := range []string{"badger", "warc", "corpus"} {
-		if err := os.MkdirAll(filepath.Join(path, sub), 0o755); err != nil {
+		if err := durablefile.MkdirAll(filepath.Join(path, sub), 0o755); err != nil {
 			lf.Close()
 			return nil, fmt.Errorf("create %s: %w", sub, err)
 		}

@@ -174,6 +174,37 @@
 // their retry loops already handle) and 507 for the operator's seeds (the status HTTP has
 // for exactly this, which a person reads as "free some space").
 //
+// # Durability: what a power cut may lose
+//
+// A crash of the process loses nothing acknowledged (every write is in the kernel before
+// it is acknowledged); a power cut or kernel crash loses what was not fsynced, so the
+// node fsyncs before it acknowledges anything, unless --no-fsync (Config.NoSync) says
+// otherwise:
+//   - Badger runs with SyncWrites: a commit returns only once its log is fsynced, and
+//     Badger's write loop syncs once for every commit queued meanwhile (a group commit).
+//     So whatever the node acknowledges after a commit is durable: forwarded links (the
+//     answer to POST /internal/v1/links, after which the sender deletes them from its
+//     outbox), seeds (POST /v1/crawl/seeds), partition imports and replica rounds, the
+//     outbox itself. Decision: SyncWrites rather than a db.Sync every interval with the
+//     acknowledgements waiting for it, because Badger v4.9.6's Sync covers only the current
+//     memtable's log and value log file: a memtable waiting for its flush, or a value log
+//     file already rotated, would stay unsynced while newer commits became durable.
+//   - WARC before "done": the committer fsyncs the WARC file (groupSync, one fsync for every
+//     committer waiting) before it writes anything that points at a batch's records: extract
+//     jobs, payload-index entries and the frontier's "done" records. A page is therefore
+//     never durable as fetched while its record is not; a record whose page's "done" was
+//     lost is harmless (the page is fetched again, a duplicate in the WARC files).
+//   - The background fsync of the open WARC file every --sync-interval (default 1s)
+//     remains; it bounds how much archived but unrecorded data a cut drops, not what is
+//     lost. Corpus shards are fsynced before their jobs are deleted (package corpus), the
+//     Raft log by raft-wal, small state files (CRAWLNODE.json, the peer list, the uploader's
+//     manifest copy) through internal/durablefile (fsync, rename, fsync the directory).
+//
+// What a power cut costs, then, is fetches: the pages in flight or waiting in the commit
+// queue are fetched again (as after kill -9). The cost on the fetch stage is measured in
+// BENCHMARKS.md ("Durability"); TestPowerCut (e2e) holds it on a FUSE file system that
+// drops every unsynced write (internal/powercut).
+//
 // # The cluster layer
 //
 // Package cluster's doc draws how a node takes part in a crawl with its peers (fence,

@@ -165,6 +165,18 @@ type Config struct {
 	// where running out of space is a crash rather than an error, so the node stops well
 	// before that. Default 256 MiB; negative: no check.
 	MinFreeDisk int64
+	// NoSync turns off what makes acknowledged work survive a power cut (--no-fsync):
+	// Badger commits are no longer fsynced before they return, and a page is recorded as
+	// fetched without waiting for its WARC record's fsync. A crash of the process still loses
+	// nothing; a power cut or kernel crash may then lose acknowledged links, seeds and pages
+	// recorded as fetched whose WARC record never reached the disk. Default false: see the
+	// package doc, "Durability".
+	NoSync bool
+	// SyncInterval is how often the open WARC file is fsynced in the background
+	// (archive.Config.SyncInterval, --sync-interval). It bounds how long an archived record
+	// may stay unsynced before its page is recorded; the commit path fsyncs before it
+	// records anyway, so this costs nothing to correctness. Default 1s; range 10ms..1m.
+	SyncInterval time.Duration
 	// freeDisk, when set (tests only), stands in for statfs of the data directory: the
 	// free bytes the free-space check sees.
 	freeDisk func() (int64, error)
@@ -273,6 +285,9 @@ func (c *Config) setDefaults() {
 	if c.MinFreeDisk == 0 {
 		c.MinFreeDisk = 256 << 20
 	}
+	if c.SyncInterval == 0 {
+		c.SyncInterval = time.Second
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -306,6 +321,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: need 0 < recrawl-min <= recrawl-max", ErrBadConfig)
 	case c.RevisitShare < 0 || c.RevisitShare > 1:
 		return fmt.Errorf("%w: revisit-share must be in (0,1]", ErrBadConfig)
+	case c.SyncInterval != 0 && (c.SyncInterval < 10*time.Millisecond || c.SyncInterval > time.Minute):
+		return fmt.Errorf("%w: sync-interval %s: want 10ms..1m", ErrBadConfig, c.SyncInterval)
 	case c.Priority != PriorityOPIC && c.Priority != PriorityBFS:
 		return fmt.Errorf("%w: priority %q: want opic or bfs", ErrBadConfig, c.Priority)
 	}
@@ -382,6 +399,7 @@ type Node struct {
 	front       *frontier.Frontier
 	client      *fetch.Client
 	warc        *archive.Writer
+	warcSync    *groupSync  // fsyncs n.warc for the committers (group commit)
 	budget      *pageBudget // this node's share of the cluster's page limit
 	limitOnce   sync.Once   // the limit is logged once
 	stage       *corpus.Stage
@@ -421,6 +439,7 @@ type Node struct {
 	// uploader ships outputs to the output store; nil without one. storeBehind: fetching
 	// is paused because too much output waits for it.
 	uploader    *outstore.Uploader
+	outStore    *outstore.Store // the output store the uploader ships to (nil: none)
 	storeBehind atomic.Bool
 	rate        rateMeter
 
@@ -464,7 +483,7 @@ func New(cfg Config) (*Node, error) {
 		}
 	}()
 	n.bfs.Store(cfg.Priority == PriorityBFS)
-	n.db, err = openBadger(dir.BadgerDir())
+	n.db, err = openBadger(dir.BadgerDir(), !cfg.NoSync)
 	if err != nil {
 		return nil, err
 	}
@@ -564,6 +583,7 @@ func (n *Node) openStages() error {
 		NodeName:         n.dir.Node,
 		MaxFileSize:      n.cfg.WARCMaxFileSize,
 		MaxFileAge:       n.cfg.RotateEvery,
+		SyncInterval:     n.cfg.SyncInterval,
 		CompressionLevel: n.cfg.WARCGzipLevel,
 		Software:         "crawlnode/0.1",
 		Now:              n.cfg.Now,
@@ -571,6 +591,7 @@ func (n *Node) openStages() error {
 	if err != nil {
 		return fmt.Errorf("open WARC writer: %w", err)
 	}
+	n.warcSync = newGroupSync(n.warc.Sync)
 	pdf := n.cfg.PDF
 	if pdf.CacheDir == "" {
 		pdf.CacheDir = n.dir.PDFCacheDir()
@@ -623,8 +644,14 @@ func (n *Node) Name() string { return n.dir.Node }
 // DataDir is the node's data directory.
 func (n *Node) DataDir() *DataDir { return n.dir }
 
-func openBadger(path string) (*badger.DB, error) {
-	db, err := badger.Open(badgermem.Options(path))
+// openBadger opens the node's database. With sync, every commit is fsynced before it
+// returns (Badger's SyncWrites: its write loop syncs once per batch of concurrent commits,
+// a group commit). Periodic db.Sync calls would not do: Badger v4.9.6's Sync covers only
+// the current memtable's log and value log file, not a memtable waiting for its flush nor
+// a value log file already rotated, so a power cut could lose older commits while newer
+// ones survive.
+func openBadger(path string, sync bool) (*badger.DB, error) {
+	db, err := badger.Open(badgermem.Options(path).WithSyncWrites(sync))
 	if err != nil {
 		return nil, fmt.Errorf("open badger at %s: %w", path, err)
 	}
@@ -910,6 +937,9 @@ func (n *Node) closeStores() {
 		}
 		if n.uploader != nil {
 			n.uploader.Close()
+		}
+		if n.warcSync != nil {
+			n.warcSync.drain()
 		}
 		if n.warc != nil {
 			if err := n.warc.Close(); err != nil {

@@ -32,7 +32,7 @@ func ListDeadLetters(dataDir string, fn func(frontier.DeadLetter) bool) error {
 		return err
 	}
 	defer dir.Close()
-	db, err := openBadger(dir.BadgerDir())
+	db, err := openBadger(dir.BadgerDir(), true)
 	if err != nil {
 		return err
 	}

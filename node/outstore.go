@@ -9,6 +9,7 @@ import (
 
 	"github.com/crawlnode/crawlnode/api"
 	"github.com/crawlnode/crawlnode/outstore"
+	"github.com/crawlnode/crawlnode/replica"
 )
 
 // OutputStoreConfig ships the node's WARC files and corpus shards to S3-compatible object
@@ -79,8 +80,33 @@ func (n *Node) openUploader(st *outstore.Store) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrBadConfig, err)
 	}
-	n.uploader = u
+	n.uploader, n.outStore = u, st
 	return nil
+}
+
+// shippedWARC reads from the output store which WARC files node shipped and how many of
+// their bytes (replica.Shipped): a promotion of a lost node's partitions queues again the
+// pages whose captures are not there. Nil without an output store.
+func (n *Node) shippedWARC() replica.Shipped {
+	st := n.outStore
+	if st == nil {
+		return nil
+	}
+	return func(ctx context.Context, node string) (map[string]int64, error) {
+		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		es, err := st.ReadManifest(ctx, node)
+		if err != nil {
+			return nil, err
+		}
+		files := make(map[string]int64, len(es))
+		for _, e := range es {
+			if e.Kind == outstore.KindWARC {
+				files[e.Name] = e.Size
+			}
+		}
+		return files, nil
+	}
 }
 
 // canDeleteLocal keeps a WARC file while extract jobs may still read it back (loadPage):

@@ -19,6 +19,7 @@ func (n *Node) newReplicator(c *cluster.Cluster, interval time.Duration, log *sl
 		Outbox:   c.Outbox(),
 		Logger:   log.With("component", "cluster", "node", c.Self()),
 		Now:      n.cfg.Now,
+		Shipped:  n.shippedWARC(),
 	}, replicaCluster{c})
 }
 

@@ -45,7 +45,9 @@
 // entry has key, file name, kind (warc, cdxj, corpus), size, SHA-256, ETag, records (a WARC
 // file's responses and revisits, counted from its index; a shard's records) and upload time.
 // Per node, the manifest says which WARC files (and through their indexes, which records)
-// reached the store: what a later change needs to refetch the rest after losing a node.
+// reached the store: when a node is lost for good, the new owners of its partitions read
+// its manifest and fetch again the pages whose records are not in a listed file (package
+// replica, refetch.go).
 // Rewriting it costs O(entries) a upload, ~300 bytes an entry: with 5-minute rotation a
 // week is ~6,000 entries, a ~2 MB PUT after each upload; a much longer crawl would want the
 // manifest split (by day, say), which readers can take as a list of objects.

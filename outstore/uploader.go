@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/crawlnode/crawlnode/internal/durablefile"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -547,10 +548,7 @@ func (u *Uploader) saveState(es []Entry) {
 	}
 	b, err := json.Marshal(State{Target: u.cfg.Store.Target().String(), Entries: es})
 	if err == nil {
-		tmp := u.cfg.StateFile + ".tmp"
-		if err = os.WriteFile(tmp, b, 0o644); err == nil {
-			err = os.Rename(tmp, u.cfg.StateFile)
-		}
+		err = durablefile.WriteFile(u.cfg.StateFile, b, 0o644)
 	}
 	if err != nil {
 		u.log.Warn("cannot save the local copy of the manifest", "file", u.cfg.StateFile, "err", err)

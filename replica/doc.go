@@ -16,6 +16,8 @@
 //   - Promotion and outbox copies (promote.go): import a lost node's copies into the
 //     frontier, queue its copied outbox, drop copies nobody needs; Blocked lists the
 //     partitions whose copy waits to be imported (the node must not fetch them before).
+//   - Refetches (refetch.go): with an output store (Config.Shipped), a promotion queues
+//     again the pages the lost node fetched whose WARC records never reached the store.
 //   - Acknowledgement of forwarded links (WaitCopied): wait until a copy holds them.
 //   - Figures (stats.go): Stats for the cluster API, Counters for metrics.
 //
@@ -117,6 +119,32 @@
 // the partition itself, so the copy is dropped. The pages the lost node fetched after its
 // last replicated round are queued again in the copy and fetched again (duplicates,
 // counted by the chaos suite), which finds their links again.
+//
+// Refetches: what the store holds decides what is kept. With an output store a page
+// counts as kept only once its WARC record is in the store; the copy records the lost
+// node's fetched pages as fetched, so without more they would never be fetched again and
+// the store would silently miss them. The durable marker is what already exists: each
+// fetched seen record carries its WARC location (file, offset, length; archive.Location,
+// the frontier's Meta), and the lost node's manifest in the store lists its shipped WARC
+// files with their sizes. A page is refetched when its location is in a file of the lost
+// node (archive.FileNode) that the manifest lacks, or lies past the size shipped (a file
+// adopted and appended to after a restart is shipped again with its new size). Reading
+// the CDXJ of every shipped file would say the same thing at the cost of the whole index;
+// the manifest is one small object per lost node, read once per promotion pass
+// (shippedCache). The decision is made record by record as the import streams the copy
+// (frontier.ImportOptions.Refetch): no per-URL state in memory, whatever the partition's
+// size. A revisit's r record precedes its seen record in the stream, so for it the seen
+// record is read from the copy (copySeen). A refetched URL is queued as a discovery URL,
+// marked Refetch, with no validators (a full GET, so its WARC record is a response, never
+// a revisit of the lost capture), and so are the copy's queued URLs (MarkQueued: the lost
+// node may have fetched them after its last round). The duplicate decision lets every
+// first fetch of a URL (not a revisit; corpus.Job.Refetch) take over keys naming its own
+// URL: the lost capture is no original to duplicate (dedup's doc). The store is read before the
+// partition is held; if it does not answer the import waits and is retried (the partition
+// stays unfetched, Blocked), since importing without knowing would lose the pages for
+// good. Captures of other nodes in the copy (pages fetched before the partition moved to
+// the lost node) are left alone: their own node ships them. Without an output store
+// (Shipped nil) nothing fetched is refetched: the README says what a lost disk loses.
 //
 // Links a peer forwards are deleted from its outbox once this node acknowledges them, so
 // they must be in a copy by then: the acknowledgement waits (Replicator.WaitCopied, through

@@ -2,6 +2,7 @@ package replica
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"maps"
 	"time"
@@ -69,6 +70,7 @@ func (r *Replicator) promote(ctx context.Context) {
 	r.mu.Lock()
 	copies := maps.Clone(r.copiesLocked())
 	r.mu.Unlock()
+	cache := shippedCache{}
 	full := r.since(r.lastStaleCheck) >= time.Minute
 	if full {
 		r.lastStaleCheck = r.now()
@@ -104,7 +106,7 @@ func (r *Replicator) promote(ctx context.Context) {
 		case m.Version == 0:
 			// Incomplete copy: still better than nothing; merge what arrived.
 		}
-		if err := r.importCopy(ctx, p, m); err != nil {
+		if err := r.importCopy(ctx, p, m, cache); err != nil {
 			if ctx.Err() == nil {
 				r.log.Warn("replica: promotion failed; will retry", "partition", p, "source", m.Source, "err", err)
 			}
@@ -191,15 +193,19 @@ func (r *Replicator) drop(p uint16, why string) {
 // importCopy merges p's copy into the local frontier, then deletes it. If this node
 // holds p's lease the partition is held (no fetching) during the import; if another node
 // does, the sweep ships the merged partition to it.
-func (r *Replicator) importCopy(ctx context.Context, p uint16, m copyMeta) error {
+func (r *Replicator) importCopy(ctx context.Context, p uint16, m copyMeta, cache shippedCache) error {
 	c := r.cluster
+	opts, err := r.importOptions(ctx, p, m.Source, cache)
+	if err != nil {
+		return fmt.Errorf("reading what %s shipped to the output store: %w", m.Source, err)
+	}
 	if owner, _ := c.OwnerOf(p); owner == r.self {
 		if err := c.Hold(ctx, p, 15*time.Second); err != nil {
 			return err
 		}
 		defer c.Release(p)
 	}
-	st, err := r.importInto(r.front, p)
+	st, err := r.importWith(r.front, p, opts)
 	if err != nil {
 		return err
 	}
@@ -207,20 +213,27 @@ func (r *Replicator) importCopy(ctx context.Context, p uint16, m copyMeta) error
 		return err
 	}
 	r.promoted.Add(1)
+	r.refetched.Add(int64(st.Refetch))
 	r.log.Warn("replica promoted: a lost node's partition goes on from its copy", "partition", p, "source", m.Source,
-		"copy_age", r.since(m.At).Round(time.Millisecond).String(), "records", st.Records, "queued", st.Queued+st.Retries, "seen_new", st.SeenNew)
+		"copy_age", r.since(m.At).Round(time.Millisecond).String(), "records", st.Records, "queued", st.Queued+st.Retries, "seen_new", st.SeenNew,
+		"refetch", st.Refetch, "not_refetched", st.NotRefetched)
 	return nil
 }
 
 // importInto merges p's copy into front (ImportPartition); the copy stays.
 func (r *Replicator) importInto(front *frontier.Frontier, p uint16) (frontier.ImportStats, error) {
+	return r.importWith(front, p, frontier.ImportOptions{})
+}
+
+// importWith is importInto with a promotion's options (refetches).
+func (r *Replicator) importWith(front *frontier.Frontier, p uint16, opts frontier.ImportOptions) (frontier.ImportStats, error) {
 	txn := r.db.NewTransaction(false)
 	defer txn.Discard()
 	it := txn.NewIterator(badger.IteratorOptions{Prefix: replicaPrefix(p), PrefetchValues: true, PrefetchSize: 256})
 	defer it.Close()
 	it.Rewind()
 	pre := len(replicaPrefix(p))
-	return front.ImportPartition(p, func() (byte, []byte, []byte, error) {
+	return front.ImportPartitionWith(p, func() (byte, []byte, []byte, error) {
 		for it.Valid() {
 			item := it.Item()
 			k := item.KeyCopy(nil) // the item is valid only until Next
@@ -236,5 +249,5 @@ func (r *Replicator) importInto(front *frontier.Frontier, p uint16) (frontier.Im
 			return k[pre], k[pre:], v, nil
 		}
 		return 0, nil, nil, io.EOF
-	})
+	}, opts)
 }

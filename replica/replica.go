@@ -74,6 +74,7 @@ type replOut struct {
 type Replicator struct {
 	cluster  Cluster
 	log      *slog.Logger
+	shipped  Shipped
 	now      func() time.Time
 	front    *frontier.Frontier
 	outbox   Outbox
@@ -126,6 +127,7 @@ type Replicator struct {
 
 	// Metrics.
 	bytesSent, records, rounds, resets, promoted, dropped, failures atomic.Int64
+	refetched                                                       atomic.Int64 // fetched URLs queued again by promotions (captures lost)
 	keyed                                                           atomic.Int64 // partition exports read from the change log's keys
 	cutMisses                                                       atomic.Int64 // rounds whose snapshot the change log did not reach in time (full pass)
 	logMisses                                                       atomic.Int64 // partition exports whose copy stood below the log's coverage (full pass)
@@ -197,6 +199,10 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock the copies' ages are read from (nil: time.Now).
 	Now func() time.Time
+	// Shipped, with an output store, says what a lost node's WARC files hold in the
+	// store, so that a promotion queues again the pages whose captures never reached it
+	// (refetch.go). Nil: no output store; nothing fetched is refetched.
+	Shipped Shipped
 }
 
 // New builds a replicator; Run starts it.
@@ -222,7 +228,7 @@ func New(cfg Config, c Cluster) *Replicator {
 // the tests' rounds run on.
 func newReplicator(cfg Config) *Replicator {
 	r := &Replicator{interval: cfg.Interval, self: cfg.Self, db: cfg.DB, front: cfg.Frontier, outbox: cfg.Outbox,
-		log: cfg.Logger, now: cfg.Now, parts: map[uint16]*replOut{},
+		log: cfg.Logger, now: cfg.Now, shipped: cfg.Shipped, parts: map[uint16]*replOut{},
 		kick: make(chan struct{}, 1), roundDone: make(chan struct{})}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)

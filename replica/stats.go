@@ -7,12 +7,15 @@ import (
 
 // Stats are this node's replication figures.
 type Stats struct {
-	Rounds     int64   `json:"rounds"`
-	Bytes      int64   `json:"bytes"`
-	Records    int64   `json:"records"`
-	Resets     int64   `json:"resets"`
-	Failures   int64   `json:"failures"`
-	Promoted   int64   `json:"promoted"`
+	Rounds   int64 `json:"rounds"`
+	Bytes    int64 `json:"bytes"`
+	Records  int64 `json:"records"`
+	Resets   int64 `json:"resets"`
+	Failures int64 `json:"failures"`
+	Promoted int64 `json:"promoted"`
+	// Refetched counts fetched URLs that promotions queued again: their captures never
+	// reached the output store.
+	Refetched  int64   `json:"refetched"`
 	Dropped    int64   `json:"dropped"`
 	LagSeconds float64 `json:"lag_seconds"` // age of the oldest copy of a partition held here
 	Copies     int     `json:"copies"`      // partitions of others copied here
@@ -25,7 +28,7 @@ type Stats struct {
 func (r *Replicator) Stats() Stats {
 	st := Stats{
 		Rounds: r.rounds.Load(), Bytes: r.bytesSent.Load(), Records: r.records.Load(), Resets: r.resets.Load(),
-		Failures: r.failures.Load(), Promoted: r.promoted.Load(), Dropped: r.dropped.Load(),
+		Failures: r.failures.Load(), Promoted: r.promoted.Load(), Refetched: r.refetched.Load(), Dropped: r.dropped.Load(),
 		LagSeconds: time.Duration(r.lagNanos.Load()).Seconds(), OutboxCopies: []string{},
 	}
 	for p, m := range r.held() {

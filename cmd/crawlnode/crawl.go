@@ -133,6 +133,8 @@ func newCrawlFlags(name string) *crawlFlags {
 	fs.StringVar(&f.memProfile, "memprofile", "", "write a heap profile at exit to this file")
 	fs.StringVar(&f.goroutines, "goroutine-dump", "", "on SIGUSR1, write the goroutines (grouped by stack, go tool pprof's debug=1 text) to this file, numbered by dump, and a heap profile to FILE.heap.N")
 	addOutputStoreFlags(f)
+	fs.BoolVar(&c.NoSync, "no-fsync", false, "UNSAFE: do not fsync Badger commits, nor WARC records before their page is recorded; a crash still loses nothing, a power cut may lose acknowledged links, seeds and pages (RELIABILITY.md)")
+	f.durationVar(&c.SyncInterval, "sync-interval", time.Second, "fsync the open WARC file at least this often in the background (10ms..1m); pages are recorded as fetched only after their record's fsync either way")
 	fs.Int64Var(&c.MinFreeDisk, "min-free-disk", 256<<20, "while the data directory's disk has fewer free bytes than this, pause fetching and extraction and refuse writes from peers and seeds (resumes by itself)")
 	fs.StringVar(&c.APIToken, "api-token", "", "the operator's bearer token: required by every mutating API request and by --pprof's endpoints, and opens every read; it opens no node-to-node route (also CRAWLNODE_API_TOKEN)")
 	fs.StringVar(&c.APIReadToken, "api-read-token", "", "bearer token that opens reads only (pages, text, export files; with --api-protect-reads all, every read) (also CRAWLNODE_API_READ_TOKEN)")
@@ -214,6 +216,7 @@ func (f *crawlFlags) parse(args []string) error {
 		{c.Filters.MinTextLength < 0, "min-text-length", ">= 0"},
 		{c.Filters.MaxLinkDensity <= 0 || c.Filters.MaxLinkDensity > 1, "max-link-density", "in (0, 1]"},
 		{c.RotateEvery < 0, "rotate-every", ">= 0"},
+		{c.SyncInterval < 10*time.Millisecond || c.SyncInterval > time.Minute, "sync-interval", "in [10ms, 1m]"},
 		{c.OutputStore.MaxUnshipped <= 0, "output-store-max-unshipped", "> 0"},
 	} {
 		if chk.bad {

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/crawlnode/crawlnode/node"
 	"github.com/crawlnode/crawlnode/outstore"
@@ -17,6 +18,7 @@ func addOutputStoreFlags(f *crawlFlags) {
 	fs.StringVar(&c.OutputStore.Endpoint, "s3-endpoint", "", "S3 endpoint URL of --output-store, http(s)://HOST[:PORT] (default: AWS S3)")
 	f.durationVar(&c.RotateEvery, "rotate-every", 0, "close a WARC file or corpus shard once it is this old, so little waits unshipped (0: 5m with --output-store, else by size only)")
 	fs.Int64Var(&c.OutputStore.MaxUnshipped, "output-store-max-unshipped", outstore.DefaultMaxUnshipped, "pause fetching while more bytes of output than this are not yet in --output-store (resumes by itself)")
+	f.durationVar(&c.OutputStore.RetryMax, "output-store-retry-max", time.Minute, "longest wait between upload tries while --output-store fails (the first wait is 1s, doubling up to this)")
 	fs.BoolVar(&c.OutputStore.DeleteAfterUpload, "delete-after-upload", false, "remove local WARC files and shards once verified in --output-store (the newest of each kind stays)")
 }
 
@@ -29,6 +31,9 @@ func checkOutputStoreFlags(c *node.Config) error {
 			return usageError{"--delete-after-upload and --s3-endpoint need --output-store s3://BUCKET/PREFIX"}
 		}
 		return nil
+	}
+	if o.RetryMax < time.Second {
+		return usageError{"--output-store-retry-max must be at least 1s"}
 	}
 	if _, err := outstore.ParseURL(o.URL); err != nil {
 		return usageError{fmt.Sprintf("--output-store: %v", err)}

@@ -6,7 +6,9 @@
 //     (access key and secret), wait until its S3 endpoint answers, create a bucket.
 //   - Stop it and start it again on the same directory and ports (an outage), and stop it
 //     at the end of the test (t.Cleanup).
-//   - Skip the test with one line saying how to build the binary when it is missing.
+//   - Skip the test with one line saying how to build the binary when it is missing; wait
+//     for it (at most BuildWait) while .ci/build-seaweedfs is building it, as .ci/run does
+//     in the background while the tests run (the build's marker file names its pid).
 //
 // Decisions where the design is silent:
 //   - The binary is built by .ci/build-seaweedfs into

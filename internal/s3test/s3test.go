@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -44,14 +46,52 @@ func BinaryPath() string {
 	return filepath.Join(cache, "crawlnode", "weed-"+Version)
 }
 
-// Binary returns the weed binary's path, or skips t with how to build it.
+// BuildWait bounds how long Binary waits for a build of the binary in progress.
+const BuildWait = 40 * time.Minute
+
+// Binary returns the weed binary's path, or skips t with how to build it. While
+// .ci/build-seaweedfs is building it (its marker file BinaryPath()+".building" names a
+// live process), Binary waits for the build, at most BuildWait, so the tests can start
+// before the build ends.
 func Binary(t testing.TB) string {
 	t.Helper()
 	p := BinaryPath()
-	if fi, err := os.Stat(p); err != nil || fi.IsDir() {
-		t.Skipf("SeaweedFS binary missing at %s: build it with .ci/build-seaweedfs (about 6 min)", p)
+	if pid, ok := buildInProgress(p); ok && !exists(p) {
+		t.Logf("waiting for the SeaweedFS build in progress (pid %d, .ci/build-seaweedfs)", pid)
+		deadline := time.Now().Add(BuildWait)
+		for !exists(p) && time.Now().Before(deadline) {
+			if _, ok := buildInProgress(p); !ok {
+				break
+			}
+			time.Sleep(2 * time.Second)
+		}
+	}
+	if !exists(p) {
+		t.Skipf("SeaweedFS binary missing at %s: build it with .ci/build-seaweedfs (about 16 min)", p)
 	}
 	return p
+}
+
+func exists(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && !fi.IsDir()
+}
+
+// buildInProgress reports the pid in bin's build marker when that process is alive.
+func buildInProgress(bin string) (int, bool) {
+	b, err := os.ReadFile(bin + ".building")
+	if err != nil {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		return 0, false
+	}
+	// Signal 0 checks that the process exists; a marker left by a killed build is ignored.
+	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+		return 0, false
+	}
+	return pid, true
 }
 
 // Server is one weed server process with its S3 gateway on loopback.

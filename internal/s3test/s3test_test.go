@@ -3,6 +3,9 @@ package s3test
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -35,5 +38,38 @@ func TestRestartKeepsObjects(t *testing.T) {
 	}
 	if objs := s.Objects(t, "bkt", "a/"); len(objs) != 1 || objs["a/b.txt"] != int64(len(data)) {
 		t.Fatalf("objects %v", objs)
+	}
+}
+
+// TestBinaryWaitsForBuild: with a build marker naming a live process, Binary waits for the
+// binary instead of skipping; a marker whose process is gone is ignored.
+func TestBinaryWaitsForBuild(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "weed-test")
+	t.Setenv("CRAWLNODE_WEED", bin)
+	if _, ok := buildInProgress(bin); ok {
+		t.Fatal("a build in progress without a marker")
+	}
+	if err := os.WriteFile(bin+".building", []byte("999999999\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := buildInProgress(bin); ok {
+		t.Fatal("a marker naming no live process counts as a build in progress")
+	}
+	if err := os.WriteFile(bin+".building", []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		time.Sleep(time.Second)
+		_ = os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755)
+	}()
+	start := time.Now()
+	if got := Binary(t); got != bin {
+		t.Fatalf("Binary = %q, want %q", got, bin)
+	}
+	<-done
+	if time.Since(start) < time.Second {
+		t.Fatalf("Binary returned after %s, before the build ended", time.Since(start))
 	}
 }
