@@ -20,9 +20,21 @@ const MaxRequestBody = 1 << 20
 
 // Config is the API's settings.
 type Config struct {
-	// Token, when set, guards mutating requests and the profiling endpoints (see the
-	// package doc). Default "": everything open, for a node on a trusted network.
+	// Token, the operator's token, when set, guards mutating requests and the profiling
+	// endpoints, and opens every read (see the package doc's Auth). Default "": with no
+	// ReadToken either, everything is open (a node on loopback or a trusted network).
 	Token string
+	// ReadToken, when set, opens reads (never writes): for dashboards, exporters and
+	// readers of the corpus that must not change the crawl. Default "".
+	ReadToken string
+	// ProtectReads says which reads need a credential once a token is set: ProtectData
+	// (default, ""): the crawl's data only (pages, text, export files); ProtectAll:
+	// every read but health, readiness, metrics and the dashboard page.
+	ProtectReads string
+	// Peer, if set, reports whether r comes from an authenticated member of the cluster:
+	// such callers may read (reads one node routes to the node that holds the page).
+	// It never opens a write.
+	Peer func(r *http.Request) bool
 	// Pprof serves net/http/pprof under /debug/pprof/. Default false: a profile costs the
 	// node CPU while it runs, and it is not for the public.
 	Pprof bool
@@ -65,23 +77,86 @@ func writeErr(w http.ResponseWriter, err error, prefix string) {
 	WriteError(w, http.StatusInternalServerError, "storage", "%s%v", prefix, err)
 }
 
-// RequireToken guards next with the bearer token, when one is set: requests other than
-// GET, HEAD and OPTIONS, the profiling endpoints and the export files (a node's whole
-// output) need "Authorization: Bearer <token>" (401 otherwise).
-func RequireToken(token string, next http.Handler) http.Handler {
-	if token == "" {
+// Read protection (Config.ProtectReads).
+const (
+	// ProtectData (the default): with any token set, the crawl's data (pages and their
+	// text, the export files) needs a read credential; the operational views stay open.
+	ProtectData = "data"
+	// ProtectAll: with any token set, every read but health, readiness, metrics and the
+	// dashboard's page needs a read credential.
+	ProtectAll = "all"
+)
+
+// access is what a request needs.
+type access int
+
+const (
+	accessOpen  access = iota // health, readiness, metrics, the dashboard page
+	accessView                // operational views: status, cluster, job, hosts, errors, dead letters, blocked domains
+	accessData                // the crawl's data: pages and text, export files
+	accessWrite               // every mutating request, and the profiling endpoints
+)
+
+// classify says what r needs (see the package doc's Auth).
+func classify(r *http.Request) access {
+	p := r.URL.Path
+	switch {
+	case strings.HasPrefix(p, "/debug/pprof/"):
+		return accessWrite
+	case r.Method != http.MethodGet && r.Method != http.MethodHead && r.Method != http.MethodOptions:
+		return accessWrite
+	case p == "/healthz" || p == "/readyz" || p == "/metrics" || p == "/":
+		return accessOpen
+	case p == "/v1/pages" || strings.HasPrefix(p, "/v1/pages/") || strings.HasPrefix(p, "/v1/export/"):
+		return accessData
+	}
+	return accessView
+}
+
+// ValidProtectReads checks a Config.ProtectReads value.
+func ValidProtectReads(v string) error {
+	switch v {
+	case "", ProtectData, ProtectAll:
+		return nil
+	}
+	return fmt.Errorf("api: protect reads %q: want %q or %q", v, ProtectData, ProtectAll)
+}
+
+// Guard serves next to the requests cfg's credentials allow (the package doc's Auth):
+// writes and the profiling endpoints need the operator token (Config.Token); reads of
+// the crawl's data (and with ProtectAll every read but health, readiness, metrics and the
+// dashboard page) need the operator token, the read token or, for reads another node
+// routes here, an authenticated cluster member (Config.Peer). With no token at all,
+// everything is open. A refusal is 401 unauthorized with WWW-Authenticate; tokens are
+// compared in constant time.
+func Guard(cfg Config, next http.Handler) http.Handler {
+	if cfg.Token == "" && cfg.ReadToken == "" {
 		return next
 	}
-	want := []byte("Bearer " + token)
+	write := []byte("Bearer " + cfg.Token)
+	read := []byte("Bearer " + cfg.ReadToken)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch {
-		case r.Method != http.MethodGet && r.Method != http.MethodHead && r.Method != http.MethodOptions,
-			strings.HasPrefix(r.URL.Path, "/debug/pprof/"), strings.HasPrefix(r.URL.Path, "/v1/export/"):
-			if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="crawlnode"`)
-				WriteError(w, http.StatusUnauthorized, "unauthorized", "this request needs Authorization: Bearer <api token>")
-				return
+		need := classify(r)
+		if need == accessView && cfg.ProtectReads != ProtectAll {
+			need = accessOpen
+		}
+		if need == accessOpen {
+			next.ServeHTTP(w, r)
+			return
+		}
+		got := []byte(r.Header.Get("Authorization"))
+		ok := cfg.Token != "" && subtle.ConstantTimeCompare(got, write) == 1
+		if !ok && need != accessWrite {
+			ok = (cfg.ReadToken != "" && subtle.ConstantTimeCompare(got, read) == 1) || (cfg.Peer != nil && cfg.Peer(r))
+		}
+		if !ok {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="crawlnode"`)
+			what := "the api token"
+			if need != accessWrite {
+				what = "the api token or the read token"
 			}
+			WriteError(w, http.StatusUnauthorized, "unauthorized", "this request needs Authorization: Bearer <%s>", what)
+			return
 		}
 		next.ServeHTTP(w, r)
 	})
@@ -103,7 +178,7 @@ type server struct {
 }
 
 // New returns the public API's handler, served from b. Request bodies are limited to
-// MaxRequestBody, and cfg.Token guards what the package doc lists.
+// MaxRequestBody, and cfg's tokens guard what the package doc lists (Guard).
 func New(cfg Config, b Backend) http.Handler {
 	s := &server{cfg: cfg, backend: b, log: cfg.Logger}
 	if s.log == nil {
@@ -143,7 +218,7 @@ func New(cfg Config, b Backend) http.Handler {
 	}
 	mux.Handle("GET /{$}", dashboard.Handler())
 	mux.HandleFunc("/", NotFound(""))
-	return http.MaxBytesHandler(RequireToken(cfg.Token, mux), MaxRequestBody)
+	return http.MaxBytesHandler(Guard(cfg, mux), MaxRequestBody)
 }
 
 // queryInt reads a positive number from the query: def when absent or not positive, at

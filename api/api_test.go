@@ -25,11 +25,17 @@ func errorMessage(body string) string {
 	return e.Error
 }
 
-// With a token, mutating requests and the profiling endpoints need it; other reads stay
-// open. Without one, everything is open.
+// With a token, mutating requests and the profiling endpoints need it, and so do reads of
+// the crawl's data (pages, export files), which a read token or an authenticated peer
+// also opens; with ProtectAll, every read but health, readiness, metrics and the
+// dashboard page. Without any token, everything is open.
 func TestAuth(t *testing.T) {
 	open := New(Config{Pprof: true}, newFake())
 	guarded := New(Config{Token: "s3cret", Pprof: true}, newFake())
+	reads := New(Config{Token: "s3cret", ReadToken: "r3ad", Pprof: true}, newFake())
+	readOnly := New(Config{ReadToken: "r3ad"}, newFake())
+	all := New(Config{Token: "s3cret", ReadToken: "r3ad", ProtectReads: ProtectAll}, newFake())
+	peer := New(Config{Token: "s3cret", Peer: func(r *http.Request) bool { return r.Header.Get("Authorization") == "Peer yes" }}, newFake())
 	for _, tc := range []struct {
 		name         string
 		h            http.Handler
@@ -53,6 +59,29 @@ func TestAuth(t *testing.T) {
 		{"token: unknown POST guarded", guarded, "POST", "/no-such-route", "", http.StatusUnauthorized},
 		{"token: pprof without", guarded, "GET", "/debug/pprof/cmdline", "", http.StatusUnauthorized},
 		{"token: pprof", guarded, "GET", "/debug/pprof/cmdline", "Bearer s3cret", http.StatusOK},
+		// The crawl's data needs a read credential once a token is set.
+		{"token: page without", guarded, "GET", "/v1/pages?url=http://a.example/", "", http.StatusUnauthorized},
+		{"token: page by hash without", guarded, "GET", "/v1/pages/00ff", "", http.StatusUnauthorized},
+		{"token: export without", guarded, "GET", "/v1/export/files", "", http.StatusUnauthorized},
+		{"token: page with it", guarded, "GET", "/v1/pages?url=http://a.example/", "Bearer s3cret", http.StatusNotFound},
+		{"token: hosts open", guarded, "GET", "/v1/hosts", "", http.StatusOK},
+		{"read token: page without", reads, "GET", "/v1/pages?url=http://a.example/", "", http.StatusUnauthorized},
+		{"read token: page", reads, "GET", "/v1/pages?url=http://a.example/", "Bearer r3ad", http.StatusNotFound},
+		{"read token: export", reads, "GET", "/v1/export/files", "Bearer r3ad", http.StatusOK},
+		{"read token: page, operator token", reads, "GET", "/v1/pages?url=http://a.example/", "Bearer s3cret", http.StatusNotFound},
+		{"read token: no write", reads, "POST", "/v1/crawl/pause", "Bearer r3ad", http.StatusUnauthorized},
+		{"read token: no pprof", reads, "GET", "/debug/pprof/cmdline", "Bearer r3ad", http.StatusUnauthorized},
+		{"read token: status open", reads, "GET", "/v1/crawl/status", "", http.StatusOK},
+		{"read token alone: page", readOnly, "GET", "/v1/pages?url=http://a.example/", "", http.StatusUnauthorized},
+		{"read token alone: no write", readOnly, "POST", "/v1/crawl/pause", "Bearer r3ad", http.StatusUnauthorized},
+		{"all: status without", all, "GET", "/v1/crawl/status", "", http.StatusUnauthorized},
+		{"all: hosts without", all, "GET", "/v1/hosts", "", http.StatusUnauthorized},
+		{"all: status with the read token", all, "GET", "/v1/crawl/status", "Bearer r3ad", http.StatusOK},
+		{"all: healthz open", all, "GET", "/healthz", "", http.StatusOK},
+		{"all: readyz open", all, "GET", "/readyz", "", http.StatusOK},
+		{"all: dashboard open", all, "GET", "/", "", http.StatusOK},
+		{"peer: page", peer, "GET", "/v1/pages?url=http://a.example/", "Peer yes", http.StatusNotFound},
+		{"peer: no write", peer, "POST", "/v1/crawl/pause", "Peer yes", http.StatusUnauthorized},
 	} {
 		var hdr []string
 		if tc.auth != "" {

@@ -1,7 +1,8 @@
 // Package api is a node's public HTTP API (JSON): the routes under /v1/, health and
 // readiness, metrics, the dashboard mount and, when asked, the profiling endpoints. It
 // parses and validates requests, writes JSON answers and errors with stable codes, and
-// guards mutating requests with the API token. What a node knows and does it reaches
+// guards writes with the operator token and the crawl's data with a read credential
+// (Guard). What a node knows and does it reaches
 // through Backend; the node implements Backend (node/api_backend.go) and mounts New.
 //
 // Routes (the public listener; the node-to-node ones under /internal/ are the node's):
@@ -39,15 +40,39 @@
 //     MaxRequestBody (1 MiB) 413 too_large (seeds) or 400 bad_json. A Backend method
 //     that fails with an *Error gets that status and code; any other error is a 500
 //     "storage".
-//   - Auth (RequireToken): with Config.Token set, every request but GET, HEAD and OPTIONS
-//     needs "Authorization: Bearer <token>", and so do the profiling endpoints although
-//     they are GETs (a profile or trace costs the node CPU for as long as it runs) and the
-//     export files (the node's whole output); other reads stay open. A refusal is 401 unauthorized with WWW-Authenticate. The token is
-//     compared in constant time.
+//   - Auth (Guard): four kinds of request. Open: GET /healthz, /readyz, /metrics and
+//     the dashboard page (GET /), always. Views: the other reads (status, cluster, job,
+//     hosts, errors, dead letters, blocked domains), open unless Config.ProtectReads is
+//     ProtectAll. Data: GET /v1/pages..., /v1/export/... (pages, their text, the node's
+//     whole output), which need a read credential as soon as any token is set. Writes:
+//     every other method, and the profiling endpoints although they are GETs (a profile
+//     or trace costs the node CPU for as long as it runs).
+//     A write needs the operator token (Config.Token, --api-token); a guarded read takes
+//     the operator token, the read token (Config.ReadToken, --api-read-token) or an
+//     authenticated cluster member (Config.Peer: reads one node routes to the node that
+//     holds the page). With no token at all, everything is open. A refusal is 401
+//     unauthorized with WWW-Authenticate; tokens are compared in constant time. The
+//     operator token opens no node-to-node route (/internal/...): those take cluster
+//     credentials only (the node's internal_auth.go): a member's mutual TLS certificate
+//     name when TLS is on (internal/peerauth), else its HMAC signature under the cluster
+//     key (internal/clusterauth); with no key, loopback callers only, or any caller with
+//     --insecure-cluster. The same Guard protects the operator's keyring endpoint
+//     (/v1/keyring, the node's): listing is a view, a rotation step a write.
+//     Why these defaults: the pages and their text are the crawl's product (and may hold
+//     what a site meant for its users only), so once an operator sets a token they are
+//     guarded with it; the views are what the dashboard polls, figures and host names
+//     an operator needs at a glance, left open so a dashboard or a curl works without a
+//     secret in the browser, and guarded with ProtectAll where even those are private.
+//     Health, readiness and metrics stay open in every mode: load balancers, container
+//     health checks and Prometheus scrapers carry no tokens, and they expose figures, no
+//     page or URL. A node whose API listens beyond loopback with no token says so at
+//     start (one warning line).
 //   - Validation of request bodies and queries: seeds (at least one URL, priority,
 //     crawl_depth >= 0, each URL canonicalized, the failures listed as rejected), PATCH
-//     /v1/job (each field's range and form, before anything is written), query limits
-//     (clamped; a bad number takes the default).
+//     /v1/job (each field's range and form, then the resulting configuration as a whole
+//     against control.JobConfig.Validate's bounds, the ones the leader's state machine
+//     holds every change to, before anything is written), query limits (clamped; a bad
+//     number takes the default).
 //   - The cluster-wide status: the sum of the members' figures (SumStatus, a pure
 //     function); asking the members is the Backend's (PeerStatuses).
 //
@@ -81,6 +106,7 @@
 //     names of the kind (ValidExportName: no separators, no "..", the kind's suffix),
 //     looked up in the node's own WARC or corpus directory only, so no request reaches
 //     any other file.
-//   - The node-to-node routes (/internal/...) are not here: the node serves them, with
-//     this package's RequireToken, WriteJSON and WriteError.
+//   - The node-to-node routes (/internal/...) are not here: the node serves them, behind
+//     cluster credentials (never this package's tokens), with this package's WriteJSON
+//     and WriteError.
 package api

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/crawlnode/crawlnode/control"
@@ -64,6 +65,11 @@ func (s *server) patchJob(w http.ResponseWriter, r *http.Request) {
 	change := func(j *control.JobConfig) error {
 		if err := applyPatch(p, j, s.backend); err != nil {
 			return &Error{Status: http.StatusBadRequest, Code: "bad_setting", Message: err.Error()}
+		}
+		// The result as a whole, against the bounds the leader's state machine holds
+		// every change to (control.JobConfig.Validate), before anything is proposed.
+		if err := j.Validate(); err != nil {
+			return &Error{Status: http.StatusBadRequest, Code: "bad_setting", Message: strings.TrimPrefix(err.Error(), control.ErrInvalidCommand.Error()+": ")}
 		}
 		return nil
 	}

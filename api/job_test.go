@@ -78,6 +78,19 @@ func TestJobPatch(t *testing.T) {
 		{"priority back to flag", `{"priority": ""}`, "", func(j *control.JobConfig) { j.Priority = "" }},
 		{"priority bad", `{"priority": "random"}`, `priority "random": want opic, bfs`, nil},
 		{"one bad field writes nothing", `{"user_agent": "x", "per_host": -1}`, "per_host", nil},
+		// The bounds on the configuration as a whole (control.JobConfig.Validate).
+		{"delay too short", `{"default_delay": "1ms"}`, "default_delay 1ms: want 0", nil},
+		{"delay too long", `{"default_delay": "2h"}`, "default_delay 2h0m0s", nil},
+		{"delay at the floor", `{"default_delay": "50ms"}`, "", func(j *control.JobConfig) { j.DefaultDelay = 50 * time.Millisecond }},
+		{"per host absurd", `{"per_host": 10000}`, "per_host 10000", nil},
+		{"delay 0 and per host absurd together", `{"default_delay": "0", "per_host": 500}`, "per_host 500", nil},
+		{"per host at the bound", `{"per_host": 16}`, "", func(j *control.JobConfig) { j.PerHost = 16 }},
+		{"max depth absurd", `{"max_depth": 100000000}`, "max_depth 100000000", nil},
+		{"max pages per host absurd", `{"max_pages_per_host": 2000000000}`, "max_pages_per_host", nil},
+		{"cluster page limit absurd", `{"max_pages": 9000000000000000}`, "max_pages", nil},
+		{"user agent with a line break", `{"user_agent": "bot\r\nX-Evil: 1"}`, "control character", nil},
+		{"user agent too long", `{"user_agent": "` + strings.Repeat("a", 600) + `"}`, "user_agent of 600 bytes", nil},
+		{"recrawl too short", `{"recrawl_min": "1s"}`, "recrawl bounds", nil},
 	} {
 		f := newFake()
 		f.jobConfig = base

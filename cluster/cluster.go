@@ -135,7 +135,6 @@ type Cluster struct {
 	deps   Deps
 	front  Frontier
 	host   Host
-	token  string
 	log    *slog.Logger
 	gossip *gossip.Gossip
 	ctl    *control.Control
@@ -220,9 +219,12 @@ func New(cfg Config, d Deps) (*Cluster, error) {
 		d.Now = time.Now
 	}
 	c := &Cluster{
-		cfg: cfg, deps: d, front: d.Frontier, host: d.Host, token: d.APIToken, self: d.Self, now: d.Now,
-		log:       d.Logger.With("component", "cluster", "node", d.Self),
-		client:    newClient(cfg, d.Self, d.APIToken),
+		cfg: cfg, deps: d, front: d.Frontier, host: d.Host, self: d.Self, now: d.Now,
+		log: d.Logger.With("component", "cluster", "node", d.Self),
+		// Every node-to-node request goes through c.client, which signs it as this node
+		// (links, partition streams, replica rounds, dedup, forwarded Raft commands,
+		// reads, keyring steps).
+		client:    newClient(cfg, d),
 		handing:   map[uint16]bool{},
 		received:  map[uint16]time.Time{},
 		deadSince: map[string]time.Time{},
@@ -274,6 +276,9 @@ func (c *Cluster) Start(ctx context.Context, httpAddr string) error {
 	libLog := slog.New(newQuietLibs(c.deps.Logger.Handler()))
 	keys, err := c.loadKeyring()
 	if err != nil {
+		return err
+	}
+	if err := c.authKeys(keys); err != nil {
 		return err
 	}
 	g, err := gossip.New(gossip.Config{
@@ -899,7 +904,6 @@ func (c *Cluster) post(ctx context.Context, url, ctype string, body []byte, out 
 		return err
 	}
 	req.Header.Set("Content-Type", ctype)
-	c.authorize(req)
 	resp, err := c.client.Do(req)
 	if err != nil {
 		return err
@@ -916,10 +920,4 @@ func (c *Cluster) post(ctx context.Context, url, ctype string, body []byte, out 
 		return json.NewDecoder(resp.Body).Decode(out)
 	}
 	return nil
-}
-
-func (c *Cluster) authorize(req *http.Request) {
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
 }

@@ -3,12 +3,14 @@ package cluster
 import (
 	"context"
 	"log/slog"
+	"net/http"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/crawlnode/crawlnode/control"
 	"github.com/crawlnode/crawlnode/frontier"
+	"github.com/crawlnode/crawlnode/internal/clusterauth"
 )
 
 // Frontier is what the cluster does to the node's frontier: fence partitions, add links
@@ -75,8 +77,16 @@ type Deps struct {
 	Logger         *slog.Logger
 	// Now is the node's clock (default time.Now).
 	Now func() time.Time
-	// APIToken is sent on node-to-node calls when set.
-	APIToken string
+	// Signer signs every node-to-node request as this node (clusterauth); nil: requests
+	// go unsigned (tests that serve no internal route).
+	Signer *clusterauth.Signer
+	// Verifier checks the callers of this node's internal routes (the node serves them);
+	// the cluster points it, and Signer, at the keyring's keys at start and after every
+	// keyring step. nil: nothing to keep in step.
+	Verifier *clusterauth.Verifier
+	// Transport carries node-to-node requests (the TLS layer's, when mutual TLS is on);
+	// nil: plain HTTP with a small idle pool.
+	Transport http.RoundTripper
 	// Version and DataFormat are gossiped to peers.
 	Version    string
 	DataFormat int

@@ -57,18 +57,29 @@
 //     member has an extract backlog: those members' duplicate decisions may need the keys
 //     this node owns (package dedup), and they would wait for ever for an owner gone.
 //   - Internal node-to-node calls are HTTP under /internal/ on the API address, or on the
-//     node's internal listener when it has one, carrying the sender's member name
-//     (peerauth.MemberHeader) and the API token when one is set. With TLS they are HTTPS
-//     with mutual TLS on the internal listener (which the node always opens then), and
-//     the receiver refuses a request whose name is not its client certificate's.
-//     docs/architecture.md, "Cross-node messages", lists every one.
+//     node's internal listener when it has one, sent by the cluster's client (newClient):
+//     marked with the sender's member name (peerauth.MemberHeader) and signed as this
+//     node (Deps.Signer, clusterauth) over Deps.Transport or the TLS transport; never the
+//     operator's token. With TLS they are HTTPS with mutual TLS on the internal listener
+//     (which the node always opens then), and the caller is its client certificate's
+//     name; without, the signature under the cluster key names it. The routes trust the
+//     caller's name the node authenticated (clusterauth.PeerFrom, the one caller-name
+//     function) and check it against the table (authz.go): a links batch, a partition
+//     stream and a replica stream must come from the sender they name; a forwarded Raft
+//     command only as its sender may send it (its own page budget, leases it holds, the
+//     leader's own decisions from voters only); job changes from any member, as the state
+//     machine validates every configuration as a whole. docs/architecture.md,
+//     "Cross-node messages", lists every one.
 //   - Members only (security.go, keyring.go): the cluster key seeds the gossip keyring,
 //     kept in DIR/keyring.json (0600), which wins over the configured key once it exists
-//     (a rotation changed it). A rotation step (install, use, remove) runs on every alive
-//     member by an internal call that only a verified member (or, without TLS, a loopback
-//     caller) may make, so the key never travels in the clear. A node refuses to serve
-//     gossip, Raft or the internal endpoints beyond loopback without both the key and TLS
-//     unless InsecureCluster (CheckExposure, one line naming what is exposed and what is
+//     (a rotation changed it). The same keyring keys the internal calls' signatures
+//     (authKeys, at start and after every step): the primary signs, every key in the ring
+//     verifies, so a rotation never cuts the internal calls. A rotation step (install,
+//     use, remove) runs on every alive member by an internal call that only an
+//     authenticated member over mutual TLS (or, without TLS, over loopback) may make, so
+//     the key never travels in the clear. A node refuses to serve gossip, Raft or the
+//     internal endpoints beyond loopback without both the key and TLS unless
+//     InsecureCluster (CheckExposure, one line naming what is exposed and what is
 //     missing).
 //   - The cluster talks to the node's frontier through the Frontier interface and to the
 //     node through Host (job settings, its fetch counters): no back-pointer to the node,

@@ -160,7 +160,6 @@ func (c *Cluster) sendPartition(ctx context.Context, p uint16, peer string, epoc
 		return st, err
 	}
 	req.Header.Set("Content-Type", "application/x-crawlnode-snapshot")
-	c.authorize(req)
 	resp, err := c.client.Do(req)
 	if err != nil {
 		pr.CloseWithError(err)
@@ -189,10 +188,15 @@ func (c *Cluster) importHandler(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := uint16(pn)
+	peer := callerOf(r.Context())
 	c.Refresh()
 	rd, err := snapshot.Read(r.Body, func(h snapshot.Header) error {
 		if h.Partition != p || h.To != c.self {
 			return snapshot.ErrWrongPartition
+		}
+		if h.From != peer {
+			// A member speaks for itself only: the stream's sender is the caller.
+			return fmt.Errorf("%w: stream from %q sent by %q", snapshot.ErrStaleEpoch, h.From, peer)
 		}
 		owner, epoch := c.OwnerOf(p)
 		if (owner == h.From || owner == c.self) && epoch == h.Epoch {
@@ -291,7 +295,11 @@ func (c *Cluster) foreign() []uint16 {
 
 // receiveLinks is the forward receiver: links of a partition this node holds at the
 // batch's epoch go into the frontier.
-func (c *Cluster) receiveLinks(_ context.Context, _ string, pl forward.PartitionLinks) error {
+func (c *Cluster) receiveLinks(ctx context.Context, from string, pl forward.PartitionLinks) error {
+	if peer := callerOf(ctx); peer == "" || peer != from {
+		// A batch names its sender; only that sender, authenticated, may deliver it.
+		return fmt.Errorf("%w: batch from %q delivered by %q", forward.ErrForbidden, from, peer)
+	}
 	c.routeMu.RLock()
 	defer c.routeMu.RUnlock()
 	owner, epoch := c.OwnerOf(pl.Partition)
@@ -516,7 +524,6 @@ func (c *Cluster) Get(ctx context.Context, url string, out any) error {
 	if err != nil {
 		return err
 	}
-	c.authorize(req)
 	resp, err := c.client.Do(req)
 	if err != nil {
 		return err

@@ -29,8 +29,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/crawlnode/crawlnode/internal/clusterauth"
 	"github.com/crawlnode/crawlnode/internal/httpjson"
-	"github.com/crawlnode/crawlnode/internal/peerauth"
 )
 
 // KeyringPath is the internal endpoint that applies a keyring step on one member.
@@ -99,7 +99,13 @@ func (c *Cluster) ApplyKeyring(op string, key []byte) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrKeyring, err)
 	}
-	if err := c.saveKeyring(c.gossip.Keys()); err != nil {
+	keys := c.gossip.Keys()
+	if err := c.saveKeyring(keys); err != nil {
+		return fmt.Errorf("%w: %w", ErrKeyring, err)
+	}
+	// The internal calls' signing key follows the gossip keyring's primary, and every
+	// key in it verifies (authKeys).
+	if err := c.authKeys(keys); err != nil {
 		return fmt.Errorf("%w: %w", ErrKeyring, err)
 	}
 	c.log.Info("keyring changed", "op", op, "key", Fingerprint(key), "keys", len(c.gossip.Keys()))
@@ -118,8 +124,10 @@ func (c *Cluster) keyringHandler(w http.ResponseWriter, r *http.Request) {
 		httpjson.Write(w, http.StatusOK, KeyringMember{Name: c.self, Keys: c.LocalKeyring()})
 		return
 	}
-	p, _ := peerauth.FromRequest(r)
-	if !p.Verified && !(c.cfg.TLS == nil && loopbackRemote(r)) {
+	// The node serves this route behind clusterauth's Require, like every internal
+	// route: the caller is an authenticated member (clusterauth.PeerFrom; with TLS, its
+	// certificate's name). A key change travels only over mutual TLS, or over loopback.
+	if _, ok := clusterauth.PeerFrom(r.Context()); !ok || !(c.cfg.TLS != nil || loopbackRemote(r)) {
 		httpjson.WriteError(w, http.StatusForbidden, "keyring_refused", "keyring changes travel only over mutual TLS between members (or over loopback)")
 		return
 	}
@@ -223,7 +231,6 @@ func (c *Cluster) keyringCall(ctx context.Context, addr, op string, key []byte) 
 		return KeyringMember{}, err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	c.authorize(req)
 	resp, err := c.client.Do(req)
 	if err != nil {
 		return KeyringMember{}, err

@@ -22,7 +22,9 @@ import (
 // Routes registers the cluster's node-to-node endpoints on mux: forwarded links,
 // partition streams, Raft commands forwarded to the leader, the leader's applied index
 // and this node's idleness. Their bodies have their own limits (forward.MaxWireBytes;
-// snapshot streams are bounded per record and block; Raft commands 1 MiB).
+// snapshot streams are bounded per record and block; Raft commands MaxCommandBytes).
+// They expect the caller's authenticated name in the request's context
+// (clusterauth.PeerFrom): the node serves them behind clusterauth's Require.
 func (c *Cluster) Routes(mux *http.ServeMux) {
 	mux.Handle("POST "+forward.LinksPath, forward.HandlerSync(c.receiveLinks, c.linksCopied))
 	mux.HandleFunc("POST /internal/v1/partitions/{p}", c.importHandler)
@@ -50,10 +52,18 @@ func (c *Cluster) indexHandler(w http.ResponseWriter, r *http.Request) {
 	httpjson.Write(w, http.StatusOK, map[string]uint64{"index": idx})
 }
 
-// applyHandler runs a Raft command forwarded by another node (it must be the leader).
+// MaxCommandBytes bounds a forwarded Raft command's body (413 past it).
+const MaxCommandBytes = 1 << 20
+
+// applyHandler runs a Raft command forwarded by another node (it must be the leader), if
+// its authenticated sender may send it (checkForwarded).
 func (c *Cluster) applyHandler(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxCommandBytes))
 	if err != nil {
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			httpjson.WriteError(w, http.StatusRequestEntityTooLarge, "too_large", "a Raft command is at most %d bytes", MaxCommandBytes)
+			return
+		}
 		httpjson.WriteError(w, http.StatusBadRequest, "bad_body", "%v", err)
 		return
 	}
@@ -66,11 +76,21 @@ func (c *Cluster) applyHandler(w http.ResponseWriter, r *http.Request) {
 		httpjson.WriteError(w, http.StatusServiceUnavailable, "starting", "the node is still joining its cluster")
 		return
 	}
+	if err := c.checkForwarded(callerOf(r.Context()), cmd); err != nil {
+		c.log.Warn("forwarded raft command refused", "peer", callerOf(r.Context()), "err", err)
+		refuse(w, err)
+		return
+	}
 	res, err := c.ctl.Apply(cmd)
 	if err != nil {
 		code := http.StatusServiceUnavailable
-		if errors.Is(err, control.ErrNotLeader) {
+		switch {
+		case errors.Is(err, control.ErrNotLeader):
 			code = http.StatusMisdirectedRequest
+		case errors.Is(err, control.ErrInvalidCommand):
+			// Refused by the state machine (a configuration out of bounds...): final.
+			httpjson.WriteError(w, http.StatusBadRequest, "invalid", "%v", err)
+			return
 		}
 		httpjson.WriteError(w, code, "not_applied", "%v", err)
 		return
@@ -231,7 +251,6 @@ func (c *Cluster) GetRaw(ctx context.Context, url string) (int, []byte, string, 
 		return 0, nil, "", err
 	}
 	req.Header.Set(ForwardedHeader, c.self)
-	c.authorize(req)
 	resp, err := c.client.Do(req)
 	if err != nil {
 		return 0, nil, "", err
@@ -243,7 +262,6 @@ func (c *Cluster) GetRaw(ctx context.Context, url string) (int, []byte, string, 
 
 // Do sends a node-to-node request with the cluster's client and credentials.
 func (c *Cluster) Do(req *http.Request) (*http.Response, error) {
-	c.authorize(req)
 	return c.client.Do(req)
 }
 

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/crawlnode/crawlnode/internal/clusterauth"
 	"github.com/crawlnode/crawlnode/internal/peerauth"
 )
 
@@ -126,38 +127,66 @@ func (c *Cluster) Scheme() string {
 // PeerURL is the base URL of a peer's internal endpoints at addr (host:port).
 func (c *Cluster) PeerURL(addr string) string { return c.Scheme() + "://" + addr }
 
-// newClient is the cluster's HTTP client: mutual TLS when configured, and every request
-// marked as sent by self (peerauth.MemberHeader) and carrying the API token when one is
-// set, the links sender's included (it sent no token before, so a cluster with
-// --api-token could not forward links).
-func newClient(cfg Config, self, token string) *http.Client {
-	tr := &http.Transport{MaxIdleConnsPerHost: 8, IdleConnTimeout: 30 * time.Second}
-	if cfg.TLS != nil {
-		tr = cfg.TLS.Transport()
+// newClient is the cluster's HTTP client: d.Transport, else mutual TLS when configured,
+// else plain HTTP; every request marked as sent by self (peerauth.MemberHeader, which
+// the TLS layer checks against the certificate's name) and signed by d.Signer
+// (clusterauth). It never carries the operator's API token: the internal routes do not
+// take it.
+func newClient(cfg Config, d Deps) *http.Client {
+	base := d.Transport
+	if base == nil {
+		if cfg.TLS != nil {
+			base = cfg.TLS.Transport()
+		} else {
+			base = &http.Transport{MaxIdleConnsPerHost: 8, IdleConnTimeout: 30 * time.Second}
+		}
 	}
-	return &http.Client{Timeout: 60 * time.Second, Transport: memberTransport{base: tr, self: self, token: token}}
+	return &http.Client{Timeout: 60 * time.Second, Transport: &clusterauth.Transport{
+		Base: memberTransport{base: base, self: d.Self}, Signer: d.Signer}}
 }
 
-// memberTransport sets peerauth.MemberHeader (and the token) on every request it carries.
+// memberTransport sets peerauth.MemberHeader on every request it carries.
 type memberTransport struct {
-	base        *http.Transport
-	self, token string
+	base http.RoundTripper
+	self string
 }
 
 func (t memberTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	needToken := t.token != "" && req.Header.Get("Authorization") == ""
-	if req.Header.Get(peerauth.MemberHeader) != t.self || needToken {
+	if req.Header.Get(peerauth.MemberHeader) != t.self {
 		req = req.Clone(req.Context())
 		peerauth.SetMember(req, t.self)
-		if needToken {
-			req.Header.Set("Authorization", "Bearer "+t.token)
-		}
 	}
 	return t.base.RoundTrip(req)
 }
 
 // CloseIdleConnections lets http.Client.CloseIdleConnections reach the transport.
-func (t memberTransport) CloseIdleConnections() { t.base.CloseIdleConnections() }
+func (t memberTransport) CloseIdleConnections() {
+	if c, ok := t.base.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
+// authKeys points request signing and verification at the keyring keys (primary first):
+// the primary signs, every key verifies. Called with the keyring the node starts with
+// and after every keyring step, so a rotation never leaves the internal calls signed
+// with a key the other members dropped.
+func (c *Cluster) authKeys(keys [][]byte) error {
+	var primary []byte
+	if len(keys) > 0 {
+		primary = keys[0]
+	}
+	if c.deps.Verifier != nil {
+		if err := c.deps.Verifier.SetKeys(keys); err != nil {
+			return fmt.Errorf("%w: cluster key: %v", ErrBadConfig, err)
+		}
+	}
+	if c.deps.Signer != nil {
+		if err := c.deps.Signer.SetKey(primary); err != nil {
+			return fmt.Errorf("%w: cluster key: %v", ErrBadConfig, err)
+		}
+	}
+	return nil
+}
 
 // CheckExposure refuses a configuration that would let gossip, Raft or the internal
 // endpoints (internalAddr: where they are served) listen beyond loopback without the

@@ -22,6 +22,14 @@
 //	node/  ◀──Owns(p)───── local FSM lease table + InContact (heard from the leader lately)
 //
 // Decisions where the design is silent:
+//   - Every SetConfig is validated as a whole by the state machine itself
+//     (JobConfig.Validate, validate.go: the bounds on delay, per-host requests, depth,
+//     page limits, user agent, patterns, blocked domains, recrawl interval), whoever
+//     proposed it, so a forged or buggy command cannot make the crawl impolite or
+//     unbounded; the API checks the same before proposing. A command refused is a
+//     Result.Err (ErrInvalidCommand), the same on every replica. Bounds are part of the
+//     log's meaning: raising one is compatible, lowering one refuses, on replay, entries
+//     an older build accepted (every replica alike, so they still agree).
 //   - Wire format: one command-type byte, then JSON. An incompatible change gets a new
 //     type byte; an old byte never changes meaning. Unknown bytes are refused
 //     (ErrInvalidCommand), so a new command must only be proposed once every node runs a

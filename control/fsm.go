@@ -46,6 +46,9 @@ func (s *State) apply(cmd Command) Result {
 		if slices.Contains(s.Config.BlockedDomains, d) {
 			return Result{}
 		}
+		if len(s.Config.BlockedDomains) >= MaxBlockedDomains {
+			return Result{Err: fmt.Errorf("%w: %d blocked domains already, max %d", ErrInvalidCommand, len(s.Config.BlockedDomains), MaxBlockedDomains)}
+		}
 		next := append(slices.Clone(s.Config.BlockedDomains), d)
 		slices.Sort(next)
 		s.Config.BlockedDomains = next
@@ -191,20 +194,8 @@ func (s *State) setConfig(c SetConfig) Result {
 	if next.Scope == "" {
 		next.Scope = ScopeSeedHosts
 	}
-	switch {
-	case next.Scope != ScopeSeedHosts && next.Scope != ScopeSeedDomains && next.Scope != ScopeAll:
-		return Result{Err: fmt.Errorf("%w: scope %q", ErrInvalidCommand, next.Scope)}
-	case next.MaxDepth < 0 || next.MaxPagesPerHost < 0 || next.PerHost < 0 || next.DefaultDelay < 0 || next.MaxPages < 0:
-		return Result{Err: fmt.Errorf("%w: negative limit", ErrInvalidCommand)}
-	case slices.Contains(next.Include, "") || slices.Contains(next.Exclude, ""):
-		return Result{Err: fmt.Errorf("%w: empty pattern", ErrInvalidCommand)}
-	case next.Recrawl != "" && next.Recrawl != "on" && next.Recrawl != "off":
-		return Result{Err: fmt.Errorf("%w: recrawl %q", ErrInvalidCommand, next.Recrawl)}
-	case next.Priority != "" && next.Priority != "opic" && next.Priority != "bfs":
-		return Result{Err: fmt.Errorf("%w: priority %q", ErrInvalidCommand, next.Priority)}
-	case next.RecrawlMin < 0 || next.RecrawlMax < 0 || next.RevisitShare < 0 || next.RevisitShare > 1 ||
-		(next.RecrawlMin > 0 && next.RecrawlMax > 0 && next.RecrawlMax < next.RecrawlMin):
-		return Result{Err: fmt.Errorf("%w: recrawl bounds", ErrInvalidCommand)}
+	if err := next.Validate(); err != nil {
+		return Result{Err: err}
 	}
 	bd, err := normalizeDomains(next.BlockedDomains)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -366,4 +367,63 @@ func TestApplyDeterministic(t *testing.T) {
 	if !reflect.DeepEqual(s1, s2) || !reflect.DeepEqual(r1, r2) {
 		t.Fatal("same commands gave different states")
 	}
+}
+
+// A SetConfig out of bounds is refused by the state machine itself, however it reached
+// the log (a forged forwarded command, a node of another build): the configuration stays
+// as it was, version included. Each case breaks one bound of JobConfig.Validate.
+func TestSetConfigBounds(t *testing.T) {
+	good := JobConfig{UserAgent: "bot/1", DefaultDelay: time.Second, PerHost: 1, MaxDepth: 16, Scope: ScopeAll}
+	for _, tc := range []struct {
+		name  string
+		bad   func(*JobConfig)
+		wants string
+	}{
+		{"delay 1ns", func(c *JobConfig) { c.DefaultDelay = 1 }, "default_delay"},
+		{"delay a day", func(c *JobConfig) { c.DefaultDelay = 24 * time.Hour }, "default_delay"},
+		{"per host 1000", func(c *JobConfig) { c.PerHost = 1000 }, "per_host"},
+		{"per host negative", func(c *JobConfig) { c.PerHost = -1 }, "per_host"},
+		{"depth", func(c *JobConfig) { c.MaxDepth = MaxJobDepth + 1 }, "max_depth"},
+		{"pages per host", func(c *JobConfig) { c.MaxPagesPerHost = MaxJobPagesPerHost + 1 }, "max_pages_per_host"},
+		{"pages", func(c *JobConfig) { c.MaxPages = MaxJobPages + 1 }, "max_pages"},
+		{"user agent newline", func(c *JobConfig) { c.UserAgent = "a\nb" }, "control character"},
+		{"user agent long", func(c *JobConfig) { c.UserAgent = strings.Repeat("a", MaxUserAgent+1) }, "user_agent"},
+		{"patterns", func(c *JobConfig) { c.Include = make([]string, MaxJobPatterns+1) }, "patterns"},
+		{"long pattern", func(c *JobConfig) { c.Exclude = []string{strings.Repeat("x", MaxPatternLen+1)} }, "pattern over"},
+		{"scope", func(c *JobConfig) { c.Scope = "web" }, "scope"},
+		{"recrawl min", func(c *JobConfig) { c.RecrawlMin = time.Second }, "recrawl bounds"},
+		{"revisit share", func(c *JobConfig) { c.RevisitShare = 2 }, "revisit_share"},
+	} {
+		f := NewFSM()
+		if r := f.Apply(&raft.Log{Index: 1, Data: mustEncode(t, SetConfig{Config: good})}).(Result); r.Err != nil {
+			t.Fatalf("good config: %v", r.Err)
+		}
+		before := f.State().Config
+		next := good
+		tc.bad(&next)
+		r := f.Apply(&raft.Log{Index: 2, Data: mustEncode(t, SetConfig{Config: next, ExpectVersion: before.Version})}).(Result)
+		if !errors.Is(r.Err, ErrInvalidCommand) || !strings.Contains(r.Err.Error(), tc.wants) {
+			t.Errorf("%s: %v, want an invalid command naming %q", tc.name, r.Err, tc.wants)
+		}
+		if got := f.State().Config; !reflect.DeepEqual(got, before) {
+			t.Errorf("%s: the configuration changed: %+v", tc.name, got)
+		}
+	}
+	// The blocked list has its bound too.
+	f := NewFSM()
+	st := f.State()
+	st.Config.BlockedDomains = make([]string, MaxBlockedDomains)
+	f.s = st
+	if r := f.Apply(&raft.Log{Index: 1, Data: mustEncode(t, BlockDomain{Domain: "one-more.example"})}).(Result); !errors.Is(r.Err, ErrInvalidCommand) {
+		t.Errorf("block past the bound: %v", r.Err)
+	}
+}
+
+func mustEncode(t *testing.T, c Command) []byte {
+	t.Helper()
+	b, err := Encode(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

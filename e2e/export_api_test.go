@@ -161,8 +161,8 @@ func TestClusterExportAPI(t *testing.T) {
 	base := slices.DeleteFunc(clusterArgs(addr, 30*time.Millisecond, 30*time.Second), func(a string) bool {
 		return a == "--no-extract" || a == "--exit-when-done"
 	})
-	// No --api-token: the members' link forwarding does not send it yet (the export routes'
-	// token checks are api's TestExportRoutes).
+	// No --api-token here (the export routes' token checks are api's TestExportRoutes and
+	// TestAuth; a cluster with tokens crawls in TestClusterAPITokens).
 	cr := newClusterRun(t, base)
 	n1 := cr.addThree(seedsFile(t, w))
 	api := n1.api(t)

@@ -21,6 +21,10 @@ var (
 	// ErrNotOwner is returned by the receiver's apply function for a partition it does not
 	// own at the batch's epoch; the handler answers 409 and the sender re-resolves the owner.
 	ErrNotOwner = errors.New("forward: not the owner of the partition")
+	// ErrForbidden is returned by the receiver's apply function for a batch its
+	// authenticated caller may not deliver (one naming another sender); the handler
+	// answers 403 and applies nothing of the batch.
+	ErrForbidden = errors.New("forward: sender not allowed")
 	// ErrSend wraps transport failures reported by HTTPSender.
 	ErrSend = errors.New("forward: send failed")
 )

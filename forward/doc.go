@@ -31,6 +31,10 @@
 //	o|partition(2, BE)|seq(8, BE) -> version(1) + link section (uncompressed)
 //
 // Decisions where the design is silent:
+//   - The receiver authenticates nothing itself: the node serves Handler behind cluster
+//     credentials, and the apply function refuses (ErrForbidden, 403) a batch whose From
+//     is not the authenticated caller. HTTPSender sends through the client it is given,
+//     which must carry those credentials (the cluster's signs every request).
 //   - The outbox is keyed by partition, not by peer: the owner of a partition can change
 //     while its links wait, so the peer is only decided at send time. Stats report the
 //     queue both per partition and per current owner.

@@ -46,6 +46,9 @@ type refusal struct {
 //	409  JSON {"code":"not_owner","refused":[partitions]}: apply returned ErrNotOwner for
 //	     those; every other partition was committed
 //	400  the body does not decode (code "corrupt"); 413 over the limits ("too_large")
+//	403  apply returned ErrForbidden ("forbidden": the caller may not deliver this batch);
+//	     partitions applied before it stay (the first call refuses in practice, as the
+//	     check is the batch's sender)
 //	500  apply failed otherwise ("apply_failed"): the sender retries the whole batch, which
 //	     is safe because frontier adds are idempotent
 func Handler(apply func(ctx context.Context, from string, p PartitionLinks) error) http.Handler {
@@ -91,6 +94,9 @@ func HandlerSync(apply func(ctx context.Context, from string, p PartitionLinks) 
 				committed = append(committed, p.Partition)
 			case errors.Is(err, ErrNotOwner):
 				refused = append(refused, p.Partition)
+			case errors.Is(err, ErrForbidden):
+				httpError(w, http.StatusForbidden, "forbidden", err.Error())
+				return
 			default:
 				httpError(w, http.StatusInternalServerError, "apply_failed",
 					fmt.Sprintf("partition %d: %v", p.Partition, err))
@@ -123,7 +129,9 @@ func httpError(w http.ResponseWriter, status int, code, msg string) {
 // LinksPath. urlOf gives a peer's internal base URL ("http://127.0.0.1:7001"); ok false
 // fails the send (the peer is unknown for now). A 409 becomes a *RefusedError listing the
 // refused partitions (only partitions of the batch are believed); any other non-200 answer
-// or transport error wraps ErrSend.
+// or transport error wraps ErrSend. The receiver authenticates the sender: client must
+// carry the cluster's credentials (the cluster's client signs every request,
+// clusterauth.Transport, or presents the node's certificate).
 func HTTPSender(client *http.Client, urlOf func(peer string) (string, bool)) func(ctx context.Context, peer string, b Batch) error {
 	if client == nil {
 		client = http.DefaultClient

@@ -40,7 +40,7 @@ const (
 // Batch is what one Send carries to one peer: links of one or more partitions, each with the
 // epoch of the lease the sender believes the peer holds (STYLE 9).
 type Batch struct {
-	From       string // the sending node's name (logs and metrics only)
+	From       string // the sending node's name; the receiver holds it against the authenticated caller
 	Partitions []PartitionLinks
 
 	// enc caches Encode(b) when the outbox already encoded the batch to count its bytes,

@@ -22,8 +22,9 @@ import (
 )
 
 // internalHandler serves the node-to-node endpoints: the cluster's (cluster.Routes) and
-// replication's. Their bodies have their own limits, so they bypass the API's 1 MiB
-// request limit.
+// replication's, to authenticated members only (internal_auth.go), each route with its
+// own bounds on handlers in flight and body size (limitRoutes) instead of the API's
+// 1 MiB request limit. The operator's API token opens none of them.
 func (n *Node) internalHandler() http.Handler {
 	mux := http.NewServeMux()
 	n.cluster.Routes(mux)
@@ -33,9 +34,12 @@ func (n *Node) internalHandler() http.Handler {
 		writeError(w, http.StatusNotFound, "not_found", "no route %s %s", r.Method, r.URL.Path)
 	})
 	// peerauth.Middleware first: with TLS, a request speaks only for the member its
-	// client certificate names (403 otherwise); handlers read the sender with
-	// peerauth.FromRequest.
-	return peerauth.Middleware(n.cluster.TLSOn(), api.RequireToken(n.cfg.APIToken, n.refuseWhenDiskFull(mux)))
+	// client certificate names (403 otherwise). Then the caller must be an authenticated
+	// member (n.verifier: the certificate's name with TLS, else the cluster key's
+	// signature), whose name handlers read with clusterauth.PeerFrom; then each route's
+	// bounds. The keyring route (cluster.KeyringPath) is among them: same checks.
+	return peerauth.Middleware(n.cluster.TLSOn(),
+		n.verifier.Require(n.cluster.IsMember, limitRoutes(n.refuseWhenDiskFull(mux))))
 }
 
 // diskRetryAfter is the Retry-After of a write refused for a full disk (the free-space
@@ -71,10 +75,14 @@ func (n *Node) internalOnly() http.Handler {
 	internal := n.internalHandler()
 	mux := http.NewServeMux()
 	mux.Handle("/internal/", internal)
-	mux.HandleFunc("GET /v1/crawl/status", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, n.Status()) })
 	// Reads routed here by a peer's public API (the page or host lives on this node),
-	// answered by the public API's handlers.
-	public := api.New(api.Config{Token: n.cfg.APIToken, Logger: n.log}, apiBackend{n})
+	// answered by the public API's handlers, with the public API's credentials (a member
+	// reads as a peer; `export --api` reads the files with the operator's tokens).
+	ac := n.apiConfig()
+	ac.Pprof, ac.Metrics = false, nil
+	public := api.New(ac, apiBackend{n})
+	local := api.Guard(ac, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, n.Status()) }))
+	mux.Handle("GET /v1/crawl/status", local)
 	mux.Handle("GET /v1/pages/{hash}", public)
 	mux.Handle("GET /v1/pages", public)
 	mux.Handle("GET /v1/hosts/{host}", public)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/crawlnode/crawlnode/forward"
+	"github.com/crawlnode/crawlnode/internal/clusterauth"
 	"github.com/crawlnode/crawlnode/internal/clustertest"
 	"github.com/crawlnode/crawlnode/replica"
 	"github.com/crawlnode/crawlnode/simweb"
@@ -46,9 +47,17 @@ func TestDiskFullClusterBackPressure(t *testing.T) {
 	free.Store(0)
 	clustertest.Eventually(t, 10*time.Second, "n3 to see its disk full", n3.diskShort)
 
-	// Every writer that takes work from outside refuses it, before reading a byte.
+	// Every writer that takes work from outside refuses it, before reading a byte: a
+	// member's request (signed as n1; no cluster key here, so its name over loopback).
+	member, err := clusterauth.NewSigner(n1.Name(), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, path := range []string{forward.LinksPath, replica.Path, "/internal/v1/partitions/0"} {
-		resp, err := http.Post("http://"+n3.peerAddr()+path, "application/octet-stream", strings.NewReader("x"))
+		req, _ := http.NewRequest("POST", "http://"+n3.peerAddr()+path, strings.NewReader("x"))
+		req.Header.Set("Content-Type", "application/octet-stream")
+		member.Sign(req)
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}

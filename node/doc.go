@@ -19,14 +19,36 @@
 //     asks it whether a partition may be fetched and routes links through it;
 //     cluster_api.go builds the cluster view, routes public reads to a host's owner, and
 //     serves the internal listener (cluster.Routes plus replication's route).
-//   - Members only: with TLS (Config.Cluster.TLS) the internal routes always get a
-//     listener of their own (InternalAddr, default the API's port + 1) that speaks only
-//     mutual TLS, and peerauth.Middleware puts the verified sender in each request's
-//     context; the public API stays plain HTTP for operators. The certificate must name
-//     this node (a missing --name defaults to it). Config validation refuses to expose
-//     gossip, Raft or the internal routes beyond loopback without key and TLS
-//     (cluster.Config.CheckExposure). keyring.go is the operator's key rotation
-//     (/v1/keyring, loopback clients only: the request carries the key).
+//   - Who may call the node-to-node routes (internal_auth.go): authenticated members
+//     only, never the operator's token. The caller's name comes from its verified client
+//     certificate when mutual TLS is on (Config.Cluster.TLS; tlsPeer, the one place that
+//     names it, pointing at peerauth.PeerName; peerauth.Middleware also refuses a request
+//     whose X-Crawlnode-Member is not that name), else from an HMAC signature under a
+//     secret derived from the cluster key (Config.Cluster.ClusterKey, --cluster-key-file
+//     or CRAWLNODE_CLUSTER_KEY, seeding the keyring in DIR/keyring.json, which wins after
+//     a rotation; the primary signs, every key of the ring verifies, and the cluster keeps
+//     signer and verifier in step with each keyring change), which the cluster's HTTP
+//     client puts on every request it sends (links, partition and replica streams,
+//     dedup, Raft forwarding, keyring steps, status and routed reads). The name must be a
+//     member (the registry, or gossip for a node still joining: 403 otherwise), and each
+//     route then holds it against the lease table (package cluster's authz.go, replica,
+//     dedup), reading it with clusterauth.PeerFrom. Each route has a bound on handlers in
+//     flight (503 busy, Retry-After) and on its body (413 too_large); the internal
+//     keyring route gets the same checks.
+//   - With no cluster key (development on one machine), the node-to-node routes believe
+//     the name a loopback caller gives and refuse every other address; what holds there
+//     is only what the lease table checks (a process on the same machine can speak for
+//     any member). --insecure-cluster (Config.Cluster.InsecureCluster) extends that
+//     belief to every address, for a network the operator trusts; without it, a node
+//     refuses to serve gossip, Raft or the internal routes beyond loopback without both
+//     key and TLS (cluster.Config.CheckExposure). The node says so in one line at start
+//     when it listens beyond loopback insecurely.
+//   - With TLS the internal routes always get a listener of their own (InternalAddr,
+//     default the API's port + 1) that speaks only mutual TLS; the public API stays plain
+//     HTTP for operators. The certificate must name this node (a missing --name defaults
+//     to it). keyring.go is the operator's key rotation (/v1/keyring, behind api.Guard:
+//     the operator token for changes, which come from loopback clients only, as the
+//     request carries the key).
 //   - Replication: New builds the node's replica.Replicator over the cluster
 //     (replica_wiring.go); package replica's doc has its design.
 //   - The HTTP API: package api serves the public /v1 routes (its doc lists them) over

@@ -21,7 +21,7 @@ import (
 const KeyringPath = "/v1/keyring"
 
 func (n *Node) keyringHandler() http.Handler {
-	return api.RequireToken(n.cfg.APIToken, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return api.Guard(n.apiConfig(), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if n.cluster == nil || !n.cluster.Started() {
 			writeError(w, http.StatusServiceUnavailable, "starting", "the node is still joining its cluster")
 			return

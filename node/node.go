@@ -24,6 +24,7 @@ import (
 	"github.com/crawlnode/crawlnode/fetch"
 	"github.com/crawlnode/crawlnode/frontier"
 	"github.com/crawlnode/crawlnode/internal/badgermem"
+	"github.com/crawlnode/crawlnode/internal/clusterauth"
 	"github.com/crawlnode/crawlnode/outstore"
 	"github.com/crawlnode/crawlnode/ring"
 	"github.com/crawlnode/crawlnode/urlnorm"
@@ -186,9 +187,20 @@ type Config struct {
 	// endpoints (link forwarding, partition streams, forwarded Raft commands), so they can
 	// sit on a private network while the API faces operators. Default: they share HTTPAddr.
 	InternalAddr string
-	// APIToken, when set, is required as "Authorization: Bearer <token>" on every mutating
-	// API request and on the profiling endpoints (Pprof).
+	// APIToken, the operator's token, when set, is required as "Authorization: Bearer
+	// <token>" on every mutating API request and on the profiling endpoints (Pprof), and
+	// opens every read. It opens no node-to-node route: members authenticate by their mutual TLS
+	// certificate, else by a signature under the cluster key (Cluster.ClusterKey, the
+	// keyring), else, with no key, from loopback only (or anywhere with
+	// Cluster.InsecureCluster).
 	APIToken string
+	// APIReadToken, when set, opens reads (never writes): dashboards and readers of the
+	// corpus that must not change the crawl. Default "".
+	APIReadToken string
+	// APIProtectReads says which reads need a token once one is set: "data" (default,
+	// ""): pages, their text and the export files; "all": every read but health,
+	// readiness, metrics and the dashboard page (api.ProtectData, api.ProtectAll).
+	APIProtectReads string
 	// Pprof serves Go's profiling endpoints (net/http/pprof) under /debug/pprof/ on the
 	// API: a CPU profile of a running node over a stretch of its choosing (a whole-run
 	// profile of a crawl is mostly its start). Off by default: a profile costs the node
@@ -328,6 +340,16 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("%w: seed %q: %v", ErrBadConfig, s, err)
 		}
 	}
+	if err := api.ValidProtectReads(c.APIProtectReads); err != nil {
+		return fmt.Errorf("%w: %v", ErrBadConfig, err)
+	}
+	if c.APIReadToken != "" && c.APIToken == "" {
+		// Reads guarded and writes open, or no write possible: neither is what was meant.
+		return fmt.Errorf("%w: an API read token needs an API token (--api-token) for the writes", ErrBadConfig)
+	}
+	if c.APIReadToken != "" && c.APIReadToken == c.APIToken {
+		return fmt.Errorf("%w: the API read token must differ from the API token", ErrBadConfig)
+	}
 	cc := c.Cluster
 	cc.SetDefaults()
 	if (len(cc.Join) > 0 || cc.BootstrapExpect > 1) && c.HTTPAddr == "" && c.InternalAddr == "" {
@@ -390,6 +412,7 @@ type Node struct {
 	tdmPolicies *hostCache[*tdmPolicy]
 	metrics     *metrics
 	cluster     *cluster.Cluster
+	verifier    *clusterauth.Verifier  // who calls the node-to-node routes
 	repl        *replica.Replicator    // the node's replication, run by cl
 	agent       atomic.Pointer[string] // the user agent now (the job configuration may change it)
 	delay       atomic.Int64           // the default per-host delay now (ns), likewise
@@ -490,13 +513,19 @@ func New(cfg Config) (*Node, error) {
 	}
 	n.robots = newHostCache[*fetch.Robots](100_000)
 	n.tdmPolicies = newHostCache[*tdmPolicy](100_000)
+	signer, verifier, err := newClusterAuth(cfg, n.dir.Node)
+	if err != nil {
+		return nil, fmt.Errorf("%w: cluster key: %v", ErrBadConfig, err)
+	}
+	verifier.TLSPeer = n.tlsPeer()
+	n.verifier = verifier
 	n.cluster, err = cluster.New(cfg.Cluster, cluster.Deps{
 		Self: n.dir.Node, DataDir: n.dir.Path, DB: n.db, Frontier: n.front, Host: clusterHost{n},
 		NewReplication: func(c *cluster.Cluster, interval time.Duration) cluster.Replication {
 			n.repl = n.newReplicator(c, interval, cfg.Logger)
 			return n.repl
 		},
-		Logger: cfg.Logger, Now: cfg.Now, APIToken: cfg.APIToken, Version: Version, DataFormat: dataFormat,
+		Logger: cfg.Logger, Now: cfg.Now, Signer: signer, Verifier: verifier, Version: Version, DataFormat: dataFormat,
 	})
 	if err != nil {
 		return nil, err

@@ -27,7 +27,18 @@ func writeError(w http.ResponseWriter, status int, code, format string, a ...any
 
 // apiConfig is the public API's configuration.
 func (n *Node) apiConfig() api.Config {
-	return api.Config{Token: n.cfg.APIToken, Pprof: n.cfg.Pprof, Metrics: n.metrics.handler(), Logger: n.log}
+	return api.Config{Token: n.cfg.APIToken, ReadToken: n.cfg.APIReadToken, ProtectReads: n.cfg.APIProtectReads,
+		Peer: n.peerRead, Pprof: n.cfg.Pprof, Metrics: n.metrics.handler(), Logger: n.log}
+}
+
+// peerRead reports whether r comes from an authenticated member: reads another node
+// routes here (a page or host this node holds) pass the read protection as that member.
+func (n *Node) peerRead(r *http.Request) bool {
+	if n.verifier == nil || n.cluster == nil {
+		return false
+	}
+	name, err := n.verifier.Peer(r)
+	return err == nil && n.cluster.IsMember(name)
 }
 
 // handler is the public API; withInternal adds the node-to-node endpoints under
@@ -71,6 +82,7 @@ func (n *Node) startAPI() (stop func(), err error) {
 		}
 		n.httpAddr.Store(addr)
 		stops = append(stops, stop)
+		n.warnOpen(addr, n.cfg.InternalAddr == "")
 	}
 	if n.cfg.InternalAddr != "" {
 		// With TLS the internal listener speaks only mutual TLS: peers present a
@@ -87,6 +99,7 @@ func (n *Node) startAPI() (stop func(), err error) {
 		}
 		n.internalAddr.Store(addr)
 		stops = append(stops, stop)
+		n.warnOpen(addr, true)
 	}
 	return stopAll, nil
 }
@@ -138,4 +151,20 @@ func (n *Node) serve(addr string, h http.Handler, file string, tcfg *tls.Config)
 		<-done
 		os.Remove(path)
 	}, nil
+}
+
+// warnOpen says, in one line, what a listener on a non-loopback address leaves open: the
+// crawl's data without an API token, the node-to-node routes (internal) in the
+// development mode, which then take loopback callers only.
+func (n *Node) warnOpen(addr string, internal bool) {
+	host, _, _ := net.SplitHostPort(addr)
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return
+	}
+	if n.cfg.APIToken == "" && n.cfg.APIReadToken == "" {
+		n.log.Warn("the API listens beyond loopback with no --api-token: anyone who reaches it can read the crawl's data and change the crawl", "addr", addr)
+	}
+	if internal && n.verifier != nil && n.verifier.Mode() == "loopback" {
+		n.log.Warn("no cluster key: the node-to-node routes accept loopback callers only (set --cluster-key-file, or --insecure-cluster on a network you trust)", "addr", addr)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/crawlnode/crawlnode/cluster"
+	"github.com/crawlnode/crawlnode/internal/clusterauth"
 )
 
 // The node's public handler takes its token, profiling switch and metrics from Config
@@ -24,7 +25,8 @@ func TestAPIHandlerWiring(t *testing.T) {
 		return rec.Code
 	}
 	handler := func(cfg Config, withInternal bool) http.Handler {
-		n := &Node{cfg: cfg, cluster: &cluster.Cluster{}}
+		v, _ := clusterauth.NewVerifier(nil)
+		n := &Node{cfg: cfg, cluster: &cluster.Cluster{}, verifier: v}
 		n.metrics = &metrics{reg: prometheus.NewRegistry()}
 		return n.handler(withInternal)
 	}
@@ -41,7 +43,8 @@ func TestAPIHandlerWiring(t *testing.T) {
 		{"pprof, token missing", Config{Pprof: true, APIToken: "s3cret"}, false, "/debug/pprof/cmdline", "", http.StatusUnauthorized},
 		{"pprof, token", Config{Pprof: true, APIToken: "s3cret"}, false, "/debug/pprof/cmdline", "Bearer s3cret", http.StatusOK},
 		{"internal apart", Config{}, false, "/internal/v1/raft/index", "", http.StatusNotFound},
-		{"internal joined, still starting", Config{}, true, "/internal/v1/raft/index", "", http.StatusServiceUnavailable},
+		{"internal joined, no cluster credentials", Config{}, true, "/internal/v1/raft/index", "", http.StatusUnauthorized},
+		{"internal joined, the operator token opens nothing", Config{APIToken: "s3cret"}, true, "/internal/v1/raft/index", "Bearer s3cret", http.StatusUnauthorized},
 	} {
 		if got := get(handler(tc.cfg, tc.withInternal), tc.path, tc.auth); got != tc.want {
 			t.Errorf("%s: GET %s: %d, want %d", tc.name, tc.path, got, tc.want)

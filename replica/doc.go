@@ -37,6 +37,12 @@
 // "resync": [partition]}.
 //
 // Decisions where the design is silent:
+//   - Who may write a copy here: the stream's source must be its authenticated caller
+//     (clusterauth.PeerFrom; else 403 and nothing applied), and a partition's section
+//     applies only while the lease table here names the source as the partition's
+//     holder; another section is read past and asked again in full (the table here may
+//     merely lag: the holder's next round lands). Streams carry no epoch; the source's
+//     version chain orders them.
 //   - A replica is not crawled, counted or swept: copies live apart from the frontier's
 //     keys, under keyspace.Replica.
 //   - A backup that does not answer within WaitCopied's bound does not hold links up:

@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/crawlnode/crawlnode/forward"
+	"github.com/crawlnode/crawlnode/internal/clusterauth"
 	"github.com/crawlnode/crawlnode/internal/wire"
 )
 
@@ -26,7 +28,12 @@ func (r *Replicator) Receive(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	defer zr.Close()
-	ans, err := r.apply(bufio.NewReaderSize(zr, 64<<10))
+	caller, _ := clusterauth.PeerFrom(req.Context())
+	ans, err := r.apply(bufio.NewReaderSize(zr, 64<<10), caller)
+	if errors.Is(err, errNotSender) {
+		writeError(w, http.StatusForbidden, "forbidden", "replica: %v", err)
+		return
+	}
 	if err != nil {
 		// What was applied before the error stays (each partition's meta moves only at
 		// its end); the sender resends from its last acknowledged version.
@@ -43,11 +50,15 @@ const maxReplicaField = 4 << 20
 // apply applies a replica stream: decode each section's head, decide what to do with
 // it against the copy here, write its records (or only read them past), and answer
 // the versions now held and the partitions wanted in full.
-func (r *Replicator) apply(br *bufio.Reader) (answer, error) {
+func (r *Replicator) apply(br *bufio.Reader, caller string) (answer, error) {
 	ans := answer{Applied: map[uint16]uint64{}}
 	source, err := readStreamHead(br)
 	if err != nil {
 		return ans, err
+	}
+	if caller == "" || source != caller {
+		// A member sends its own partitions only: the stream's source is its caller.
+		return ans, fmt.Errorf("%w: stream of %q sent by %q", errNotSender, source, caller)
 	}
 	// One write batch for the whole stream, flushed at its end: a batch (and a commit
 	// to wait for) per partition, and a Badger read of its meta, were most of the apply's
@@ -153,9 +164,20 @@ func (r *Replicator) decideSection(source string, p uint16, since uint64) (uint1
 			r.log.Warn("replica: no room for another outbox copy; refused", "source", source, "kept", maxOutboxCopies)
 		}
 	}
+	if p != outboxSlot && r.cluster != nil { // no cluster: a replicator under unit test
+		// Only the partition's lease holder (as this node last heard the table) copies
+		// it here: anything else is read past, unwritten, and asked again in full (the
+		// table may only lag here; the holder's next round then lands).
+		if owner, _ := r.cluster.OwnerOf(p); owner != source {
+			return slot, refuse
+		}
+	}
 	m, has := r.meta(slot)
 	return slot, decide(source, since, slotted, m, has)
 }
+
+// errNotSender: a replica stream named a source other than its authenticated caller.
+var errNotSender = errors.New("not the stream's source")
 
 // readStreamHead reads a stream's magic and its sender's name.
 func readStreamHead(br *bufio.Reader) (source string, err error) {

@@ -112,7 +112,7 @@ func round(t *testing.T, snd, bak *Replicator, parts ...uint16) answer {
 		t.Fatal(err)
 	}
 	w.Flush()
-	ans, err := bak.apply(bufio.NewReader(&buf))
+	ans, err := bak.apply(bufio.NewReader(&buf), snd.self)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -309,7 +309,7 @@ func TestReplicaApplyCutShort(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.Flush()
-	if _, err := bak.apply(bufio.NewReader(bytes.NewReader(buf.Bytes()[:buf.Len()-3]))); err == nil {
+	if _, err := bak.apply(bufio.NewReader(bytes.NewReader(buf.Bytes()[:buf.Len()-3])), "n1"); err == nil {
 		t.Fatal("a truncated stream applied")
 	}
 	for _, p := range []uint16{7, 9} {
@@ -354,7 +354,7 @@ func FuzzReplicaApply(f *testing.F) {
 	f.Add([]byte("garbage"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		bak := testReplicator(t, "n2", nil)
-		bak.apply(bufio.NewReader(bytes.NewReader(data)))
+		bak.apply(bufio.NewReader(bytes.NewReader(data)), "n1")
 		bak.db.View(func(txn *badger.Txn) error {
 			it := txn.NewIterator(badger.IteratorOptions{})
 			defer it.Close()
@@ -545,7 +545,7 @@ func sendPhase(t *testing.T, snd, bak *Replicator, phase int, parts ...uint16) {
 		t.Fatal(err)
 	}
 	w.Flush()
-	ans, err := bak.apply(bufio.NewReader(&buf))
+	ans, err := bak.apply(bufio.NewReader(&buf), snd.self)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,12 +16,14 @@ import (
 // The API wrappers for the shell: status, cluster, seed, block, unblock, pause, resume,
 // leave (decommission the node the API belongs to). Each takes
 // --api URL (default http://127.0.0.1:7070, or CRAWLNODE_API) and --api-token (or
-// CRAWLNODE_API_TOKEN) and prints the node's JSON answer.
+// CRAWLNODE_API_TOKEN; for the reads, status and cluster, --api-read-token or
+// CRAWLNODE_API_READ_TOKEN does too) and prints the node's JSON answer.
 
 func runClient(cmd string, args []string) error {
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
 	api := fs.String("api", envOr("CRAWLNODE_API", "http://127.0.0.1:7070"), "the node's API address")
-	token := fs.String("api-token", os.Getenv("CRAWLNODE_API_TOKEN"), "bearer token for mutating requests")
+	token := fs.String("api-token", os.Getenv("CRAWLNODE_API_TOKEN"), "the operator's bearer token (writes, and every read)")
+	readToken := fs.String("api-read-token", os.Getenv("CRAWLNODE_API_READ_TOKEN"), "a read-only bearer token, used by status and cluster when --api-token is not given")
 	priority := fs.String("priority", "normal", "seed: high or normal")
 	// Flags may follow the positional arguments (crawlnode seed URL --api X).
 	var pos []string
@@ -73,8 +75,11 @@ func runClient(cmd string, args []string) error {
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	if *token != "" {
+	switch {
+	case *token != "":
 		req.Header.Set("Authorization", "Bearer "+*token)
+	case method == http.MethodGet && *readToken != "":
+		req.Header.Set("Authorization", "Bearer "+*readToken)
 	}
 	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
 	if err != nil {

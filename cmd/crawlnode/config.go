@@ -122,11 +122,11 @@ var flagGroups = []struct {
 	{"Politeness", []string{"delay", "per-host", "user-agent", "robots-retry"}},
 	{"Limits", []string{"max-depth", "max-pages-per-host", "concurrency", "timeout", "max-body", "retry-base", "min-free-disk", "bounded-memory"}},
 	{"Network", []string{"resolve", "allow-ips", "dns", "dns-cache-ttl"}},
-	{"Cluster", []string{"name", "bind", "advertise", "raft", "join", "bootstrap-expect", "grace", "replica-interval", "cluster-profile", "internal-http"}},
+	{"Cluster", []string{"name", "bind", "advertise", "raft", "join", "bootstrap-expect", "grace", "replica-interval", "cluster-profile", "internal-http", "cluster-key-file", "tls-ca", "tls-cert", "tls-key", "insecure-cluster"}},
 	{"Corpus", []string{"no-extract", "extract-workers", "extract-nice", "extract-defer-idle", "min-text-length", "max-link-density", "languages", "include-opt-out", "no-markdown"}},
 	{"Durability", []string{"no-fsync", "sync-interval"}},
 	{"Output store", []string{"output-store", "s3-endpoint", "rotate-every", "output-store-max-unshipped", "output-store-retry-max", "delete-after-upload"}},
-	{"API and output", []string{"warc-gzip-level", "http", "api-token", "log-level", "log-format", "quiet", "cpuprofile", "memprofile", "pprof", "goroutine-dump"}},
+	{"API and output", []string{"warc-gzip-level", "http", "api-token", "api-read-token", "api-protect-reads", "log-level", "log-format", "quiet", "cpuprofile", "memprofile", "pprof", "goroutine-dump"}},
 }
 
 // printGroupedHelp prints every flag under its topic, with its default and environment

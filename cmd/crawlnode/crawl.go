@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/crawlnode/crawlnode/api"
 	"github.com/crawlnode/crawlnode/cluster"
 	"github.com/crawlnode/crawlnode/corpus"
 	"github.com/crawlnode/crawlnode/fetch"
@@ -135,7 +136,9 @@ func newCrawlFlags(name string) *crawlFlags {
 	fs.BoolVar(&c.NoSync, "no-fsync", false, "UNSAFE: do not fsync Badger commits, nor WARC records before their page is recorded; a crash still loses nothing, a power cut may lose acknowledged links, seeds and pages (RELIABILITY.md)")
 	f.durationVar(&c.SyncInterval, "sync-interval", time.Second, "fsync the open WARC file at least this often in the background (10ms..1m); pages are recorded as fetched only after their record's fsync either way")
 	fs.Int64Var(&c.MinFreeDisk, "min-free-disk", 256<<20, "while the data directory's disk has fewer free bytes than this, pause fetching and extraction and refuse writes from peers and seeds (resumes by itself)")
-	fs.StringVar(&c.APIToken, "api-token", "", "bearer token required by every mutating API request, by --pprof's endpoints and by the export files (also CRAWLNODE_API_TOKEN)")
+	fs.StringVar(&c.APIToken, "api-token", "", "the operator's bearer token: required by every mutating API request and by --pprof's endpoints, and opens every read; it opens no node-to-node route (also CRAWLNODE_API_TOKEN)")
+	fs.StringVar(&c.APIReadToken, "api-read-token", "", "bearer token that opens reads only (pages, text, export files; with --api-protect-reads all, every read) (also CRAWLNODE_API_READ_TOKEN)")
+	fs.StringVar(&c.APIProtectReads, "api-protect-reads", "data", "once a token is set, the reads that need one: data (pages, their text, the export files) or all (every read but /healthz, /readyz, /metrics and the dashboard page)")
 	fs.StringVar(&c.HTTPAddr, "http", "127.0.0.1:7070", "HTTP API address (port 0: any free port, written to DIR/http.addr; empty: no API)")
 	fs.StringVar(&c.InternalAddr, "internal-http", "", "separate address for the node-to-node endpoints (default: they share --http)")
 	cl := &c.Cluster
@@ -148,7 +151,7 @@ func newCrawlFlags(name string) *crawlFlags {
 	f.durationVar(&cl.ReplicaInterval, "replica-interval", time.Second, "how often each partition's changes are copied to its backup node (negative: no replicas)")
 	fs.StringVar(&cl.Profile, "cluster-profile", "lan", "cluster timings: lan, or test (fast, for one machine)")
 	// Members only: the cluster key and mutual TLS (see cluster/security.go).
-	fs.StringVar(&f.clusterKeyFile, "cluster-key-file", "", "file holding the cluster key (base64 of 16, 24 or 32 bytes) that encrypts and authenticates gossip (or CRAWLNODE_CLUSTER_KEY, the key itself)")
+	fs.StringVar(&f.clusterKeyFile, "cluster-key-file", "", "file holding the cluster key (base64 of 16, 24 or 32 bytes) that encrypts and authenticates gossip and, without TLS, signs every node-to-node request (or CRAWLNODE_CLUSTER_KEY, the key itself; neither: node-to-node routes take loopback callers only)")
 	fs.StringVar(&f.tlsCA, "tls-ca", "", "the cluster's CA certificate (crawlnode tls ca create): with --tls-cert and --tls-key, Raft and node-to-node calls run over mutual TLS")
 	fs.StringVar(&f.tlsCert, "tls-cert", "", "this node's certificate, naming the node (crawlnode tls cert create --node NAME)")
 	fs.StringVar(&f.tlsKey, "tls-key", "", "this node's private key")
@@ -221,6 +224,9 @@ func (f *crawlFlags) parse(args []string) error {
 		}
 	}
 	c.RobotsRetryBase = f.robotsRetry
+	if err := api.ValidProtectReads(c.APIProtectReads); err != nil {
+		return usageError{"--api-protect-reads: want data or all"}
+	}
 	if err := checkOutputStoreFlags(c); err != nil {
 		return err
 	}

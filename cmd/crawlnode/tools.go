@@ -43,7 +43,9 @@ func runExport(args []string) error {
 	var apiBase, apiToken string
 	var allowPartial bool
 	fs.StringVar(&apiBase, "api", "", "export the whole cluster through this node's API (http://HOST:PORT) instead of --data")
-	fs.StringVar(&apiToken, "api-token", os.Getenv("CRAWLNODE_API_TOKEN"), "with --api: the cluster's API token")
+	fs.StringVar(&apiToken, "api-token", os.Getenv("CRAWLNODE_API_TOKEN"), "with --api: the cluster's API token (or its read token: --api-read-token)")
+	var apiReadToken string
+	fs.StringVar(&apiReadToken, "api-read-token", os.Getenv("CRAWLNODE_API_READ_TOKEN"), "with --api: a read-only token, used when --api-token is not given")
 	fs.BoolVar(&allowPartial, "allow-partial", false, "with --api: when a member cannot be read, export the others and name it (default: fail, write nothing)")
 	storeFlags := addStoreExportFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
@@ -68,6 +70,9 @@ func runExport(args []string) error {
 		return runExportFrom(storeFlags, o)
 	}
 	if apiBase != "" {
+		if apiToken == "" {
+			apiToken = apiReadToken // export only reads
+		}
 		return runExportAPI(apiBase, apiToken, allowPartial, o)
 	}
 	st, err := node.Export(o)
