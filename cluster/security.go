@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/crawlnode/crawlnode/internal/clusterauth"
+	"github.com/crawlnode/crawlnode/internal/durablefile"
 	"github.com/crawlnode/crawlnode/internal/peerauth"
 )
 
@@ -84,7 +85,8 @@ func (c *Cluster) loadKeyring() ([][]byte, error) {
 	return keys, c.saveKeyring(keys)
 }
 
-// saveKeyring writes keys (primary first) to DIR/keyring.json, atomically, mode 0600.
+// saveKeyring writes keys (primary first) to DIR/keyring.json, atomically and durably,
+// mode 0600.
 func (c *Cluster) saveKeyring(keys [][]byte) error {
 	enc := make([]string, len(keys))
 	for i, k := range keys {
@@ -92,22 +94,9 @@ func (c *Cluster) saveKeyring(keys [][]byte) error {
 	}
 	b, _ := json.Marshal(enc)
 	path := filepath.Join(c.deps.DataDir, keyringFile)
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return fmt.Errorf("keyring: %w", err)
-	}
-	if _, err := f.Write(b); err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
+	// Written, fsynced, renamed, and the directory fsynced: a power cut leaves the old
+	// keyring or the new one, never a torn file.
+	if err := durablefile.WriteFile(path, b, 0o600); err != nil {
 		return fmt.Errorf("keyring: %w", err)
 	}
 	return nil
