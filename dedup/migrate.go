@@ -29,12 +29,29 @@ func Migrate(db *badger.DB) (int, error) {
 }
 
 func migrateFamily(db *badger.DB, fam byte) (int, error) {
+	return moveKeys(db, fam, func(k, v []byte) (newKey, val []byte) {
+		switch {
+		case fam == keyspace.CorpusExact && len(k) > 4:
+			return exactKey(ExactPartition(k[1:]), k[1:]), v
+		case fam == keyspace.CorpusNear && len(k) == 12 && int(k[1]) < Tables:
+			t, fp := int(k[1]), binary.BigEndian.Uint64(k[4:])
+			return nearKey(NearPartition(t, block(fp, t)), t, fp), append(make([]byte, 8, 8+len(v)), v...)
+		}
+		return nil, nil
+	})
+}
+
+// moveKeys moves every key under prefix to the key convert gives (nil: the entry is
+// dropped), 1,024 keys a transaction. A new key already present keeps its value (first
+// writer wins); each old key is deleted in the transaction that writes its new one, so a
+// crash midway is finished by the next call. It returns how many keys it moved.
+func moveKeys(db *badger.DB, prefix byte, convert func(k, v []byte) (newKey, val []byte)) (int, error) {
 	moved := 0
 	for {
 		type kv struct{ old, new, val []byte }
 		var batch []kv
 		err := db.View(func(txn *badger.Txn) error {
-			it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: true, PrefetchSize: 256, Prefix: []byte{fam}})
+			it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: true, PrefetchSize: 256, Prefix: []byte{prefix}})
 			defer it.Close()
 			for it.Rewind(); it.Valid() && len(batch) < 1024; it.Next() {
 				k := it.Item().KeyCopy(nil)
@@ -43,14 +60,7 @@ func migrateFamily(db *badger.DB, fam byte) (int, error) {
 					return err
 				}
 				e := kv{old: k}
-				switch {
-				case fam == keyspace.CorpusExact && len(k) > 4:
-					e.new, e.val = exactKey(ExactPartition(k[1:]), k[1:]), v
-				case fam == keyspace.CorpusNear && len(k) == 12 && int(k[1]) < Tables:
-					t, fp := int(k[1]), binary.BigEndian.Uint64(k[4:])
-					e.new = nearKey(NearPartition(t, block(fp, t)), t, fp)
-					e.val = append(make([]byte, 8, 8+len(v)), v...)
-				}
+				e.new, e.val = convert(k, v)
 				batch = append(batch, e)
 			}
 			return nil

@@ -157,54 +157,18 @@ func MigratePayloads(db *badger.DB, self string) (int, error) {
 			Offset, Length int64
 		} `json:"l"`
 	}
-	moved := 0
-	for {
-		type kv struct{ old, new, val []byte }
-		var batch []kv
-		err := db.View(func(txn *badger.Txn) error {
-			it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: true, PrefetchSize: 256, Prefix: []byte{keyspace.NodePayload}})
-			defer it.Close()
-			for it.Rewind(); it.Valid() && len(batch) < 1024; it.Next() {
-				k := it.Item().KeyCopy(nil)
-				v, err := it.Item().ValueCopy(nil)
-				if err != nil {
-					return err
-				}
-				e := kv{old: k}
-				var o old
-				if digest := k[1:]; len(digest) > 0 && len(digest) <= MaxDigestLen && json.Unmarshal(v, &o) == nil && o.URL != "" {
-					e.new = payloadKey(PayloadPartition(string(digest)), digest)
-					e.val = []byte(Original{URL: o.URL, Date: o.Date, Node: self, File: o.Loc.File, Offset: o.Loc.Offset, Length: o.Loc.Length}.Encode())
-				}
-				batch = append(batch, e)
-			}
-			return nil
-		})
-		if err != nil || len(batch) == 0 {
-			return moved, err
+	moved, err := moveKeys(db, keyspace.NodePayload, func(k, v []byte) (newKey, val []byte) {
+		var o old
+		if digest := k[1:]; len(digest) > 0 && len(digest) <= MaxDigestLen && json.Unmarshal(v, &o) == nil && o.URL != "" {
+			return payloadKey(PayloadPartition(string(digest)), digest),
+				[]byte(Original{URL: o.URL, Date: o.Date, Node: self, File: o.Loc.File, Offset: o.Loc.Offset, Length: o.Loc.Length}.Encode())
 		}
-		err = db.Update(func(txn *badger.Txn) error {
-			for _, e := range batch {
-				if e.new != nil {
-					if _, found, err := get(txn, e.new); err != nil {
-						return err
-					} else if !found {
-						if err := txn.Set(e.new, e.val); err != nil {
-							return err
-						}
-					}
-				}
-				if err := txn.Delete(e.old); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return moved, fmt.Errorf("dedup: migrate payload keys: %w", err)
-		}
-		moved += len(batch)
+		return nil, nil
+	})
+	if err != nil {
+		return moved, fmt.Errorf("dedup: migrate payload keys: %w", err)
 	}
+	return moved, nil
 }
 
 // errNoPayloadOwner is a lookup whose partition has no lease holder (yet).
