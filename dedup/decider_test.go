@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 
 	"github.com/crawlnode/crawlnode/corpus"
+	"github.com/dgraph-io/badger/v4"
 )
 
 func decide(t *testing.T, d *Decider, pages ...corpus.DedupPage) []corpus.DedupVerdict {
@@ -431,5 +433,62 @@ func TestNearRefWithNewlineRefused(t *testing.T) {
 	}
 	if n := countDB(t, &node{db: st.db}); n != 0 {
 		t.Errorf("%d keys written by a refused Apply", n)
+	}
+}
+
+// TestSharedEntryLostCapture: a refetch (not a revisit) removes only its URL's lost
+// capture from a near entry that an exact copy still holds, and joins it; the copy then
+// taking the entry back leaves the refetch holding it.
+func TestSharedEntryLostCapture(t *testing.T) {
+	st := NewStore(memDB(t))
+	const fp = 0x0fed_cba9_8765_4321
+	lost := page("http://a/1", "text", fp)
+	cp := page("http://b/1", "text", fp)
+	re := page("http://a/1", "text", fp)
+	re.Ref = "http://a/1\t2"
+	near := func(p corpus.DedupPage, code byte, revisit bool) Op {
+		return Op{Code: code, Part: NearPartition(0, block(fp, 0)), Hash: p.Hash[:8], FP: fp, Ref: p.Ref, Revisit: revisit}
+	}
+	entry := func() string {
+		t.Helper()
+		var val []byte
+		err := st.db.View(func(txn *badger.Txn) error {
+			v, _, err := get(txn, nearKey(NearPartition(0, block(fp, 0)), 0, fp))
+			val = v
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if val == nil {
+			return "<none>"
+		}
+		return strings.Join(holders(val), " | ")
+	}
+	for _, p := range []corpus.DedupPage{lost, cp} {
+		if r, err := st.Apply([]Op{near(p, OpNear, false)}); err != nil || !r[0].Mine || r[0].Ref != "" {
+			t.Fatalf("%s: %+v %v", p.Ref, r, err)
+		}
+	}
+	if got, want := entry(), lost.Ref+" | "+cp.Ref; got != want {
+		t.Fatalf("entry %q, want %q", got, want)
+	}
+	if r, err := st.Apply([]Op{near(re, OpNear, false)}); err != nil || !r[0].Mine || r[0].Ref != "" {
+		t.Fatalf("the refetch: %+v %v", r, err)
+	}
+	if got, want := entry(), cp.Ref+" | "+re.Ref; got != want {
+		t.Fatalf("after the refetch: entry %q, want %q", got, want)
+	}
+	if _, err := st.Apply([]Op{near(cp, OpDropNear, false)}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := entry(), re.Ref; got != want {
+		t.Fatalf("after the copy took it back: entry %q, want %q", got, want)
+	}
+	if _, err := st.Apply([]Op{near(re, OpDropNear, false)}); err != nil {
+		t.Fatal(err)
+	}
+	if got := entry(); got != "<none>" {
+		t.Fatalf("after its last holder left: entry %q", got)
 	}
 }
