@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 
 	"github.com/crawlnode/crawlnode/corpus"
+	"github.com/dgraph-io/badger/v4"
 )
 
 func decide(t *testing.T, d *Decider, pages ...corpus.DedupPage) []corpus.DedupVerdict {
@@ -333,5 +335,160 @@ func TestRefetchTakesOverItsLostCapture(t *testing.T) {
 	n3 := page("http://p/1", "nu?", 0x1111_2222_3333_4444^0b10)
 	if v := decide(t, ns[2].dec, n3)[0]; v.Of != n2.Ref {
 		t.Errorf("a near copy after the changed refetch: %+v, want a duplicate of %q", v, n2.Ref)
+	}
+}
+
+// TestExactCopyKeepsOriginalsNearEntry drives two exact copies x and y through both rounds
+// in the order that left the original without a near entry (TestRacingCopies, about 1 run
+// in 15): x enters the near buckets first, y finds x's entries there (an exact copy:
+// ignored) and enters none, and the exact key makes one of them the original. The
+// duplicate takes back what it holds; a near copy n decided afterwards must find the
+// original, and the original asked again must find itself.
+func TestExactCopyKeepsOriginalsNearEntry(t *testing.T) {
+	for _, yFirst := range []bool{true, false} {
+		st := NewStore(memDB(t))
+		apply := func(o ...Op) []Result {
+			t.Helper()
+			res, err := st.Apply(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return res
+		}
+		ops := func(p corpus.DedupPage) (exact Op, near []Op) {
+			exact = Op{Code: OpExact, Part: ExactPartition(p.Hash), Hash: p.Hash, Ref: p.Ref}
+			for tb := 0; tb < Tables; tb++ {
+				near = append(near, Op{Code: OpNear, Part: NearPartition(tb, block(p.SimHash, tb)), Hash: p.Hash[:8], Table: uint8(tb), FP: p.SimHash, Ref: p.Ref})
+			}
+			return exact, near
+		}
+		// undo is a page's round 2: what its first round left holding it.
+		undo := func(near []Op, res []Result) {
+			t.Helper()
+			var drop []Op
+			for i, r := range res {
+				if r.Mine {
+					o := near[i]
+					o.Code = OpDropNear
+					drop = append(drop, o)
+				}
+			}
+			if len(drop) == 0 {
+				t.Fatal("the duplicate held no near entry")
+			}
+			apply(drop...)
+		}
+		const fp = 0x1234_5678_9abc_def0
+		x := page("http://x/1", "text", fp)
+		y := page("http://y/1", "text", fp)
+		n := page("http://n/1", "text, near", fp^1<<20^1<<40^1<<60) // shares block 0 only: table 0 judges
+		xExact, xNear := ops(x)
+		yExact, yNear := ops(y)
+		orig, dup, dupExact := y, x, xExact
+		if !yFirst {
+			orig, dup, dupExact = x, y, yExact
+			apply(xExact)
+		} else {
+			apply(yExact)
+		}
+		xRes := apply(xNear...)
+		yRes := apply(yNear...)
+		for i := range yRes {
+			if yRes[i].Ref != "" || xRes[i].Ref != "" {
+				t.Fatalf("table %d: x %+v, y %+v: an exact copy found as a near one", i, xRes[i], yRes[i])
+			}
+		}
+		if r := apply(dupExact); r[0].Ref != orig.Ref {
+			t.Fatalf("the copy's exact key: %+v, want %q", r[0], orig.Ref)
+		}
+		if dup.Ref == x.Ref {
+			undo(xNear, xRes)
+		} else {
+			undo(yNear, yRes)
+		}
+		nExact, nNear := ops(n)
+		if v := verdict(apply(append([]Op{nExact}, nNear...)...)); v.Of != orig.Ref || v.Kind != corpus.DupNear {
+			t.Errorf("yFirst %v: near copy of the original: %+v, want a near duplicate of %q", yFirst, v, orig.Ref)
+		}
+		_, origNear := ops(orig)
+		for i, r := range apply(origNear...) {
+			if !r.Mine || r.Ref != "" {
+				t.Errorf("yFirst %v: the original asked again, table %d: %+v, want its own entry", yFirst, i, r)
+			}
+		}
+	}
+}
+
+// TestNearRefWithNewlineRefused: "\n" separates a near entry's holders, so a near
+// operation whose ref holds one is refused whole, and nothing is written.
+func TestNearRefWithNewlineRefused(t *testing.T) {
+	st := NewStore(memDB(t))
+	p := page("http://a/1\nb", "t", 42)
+	ops := []Op{
+		{Code: OpExact, Part: ExactPartition(p.Hash), Hash: p.Hash, Ref: "http://a/1\t1"},
+		{Code: OpNear, Part: NearPartition(0, block(42, 0)), Hash: p.Hash[:8], FP: 42, Ref: p.Ref},
+	}
+	if _, err := st.Apply(ops); !errors.Is(err, ErrBadOp) {
+		t.Fatalf("newline in a near ref: %v, want ErrBadOp", err)
+	}
+	if n := countDB(t, &node{db: st.db}); n != 0 {
+		t.Errorf("%d keys written by a refused Apply", n)
+	}
+}
+
+// TestSharedEntryLostCapture: a refetch (not a revisit) removes only its URL's lost
+// capture from a near entry that an exact copy still holds, and joins it; the copy then
+// taking the entry back leaves the refetch holding it.
+func TestSharedEntryLostCapture(t *testing.T) {
+	st := NewStore(memDB(t))
+	const fp = 0x0fed_cba9_8765_4321
+	lost := page("http://a/1", "text", fp)
+	cp := page("http://b/1", "text", fp)
+	re := page("http://a/1", "text", fp)
+	re.Ref = "http://a/1\t2"
+	near := func(p corpus.DedupPage, code byte, revisit bool) Op {
+		return Op{Code: code, Part: NearPartition(0, block(fp, 0)), Hash: p.Hash[:8], FP: fp, Ref: p.Ref, Revisit: revisit}
+	}
+	entry := func() string {
+		t.Helper()
+		var val []byte
+		err := st.db.View(func(txn *badger.Txn) error {
+			v, _, err := get(txn, nearKey(NearPartition(0, block(fp, 0)), 0, fp))
+			val = v
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if val == nil {
+			return "<none>"
+		}
+		return strings.Join(holders(val), " | ")
+	}
+	for _, p := range []corpus.DedupPage{lost, cp} {
+		if r, err := st.Apply([]Op{near(p, OpNear, false)}); err != nil || !r[0].Mine || r[0].Ref != "" {
+			t.Fatalf("%s: %+v %v", p.Ref, r, err)
+		}
+	}
+	if got, want := entry(), lost.Ref+" | "+cp.Ref; got != want {
+		t.Fatalf("entry %q, want %q", got, want)
+	}
+	if r, err := st.Apply([]Op{near(re, OpNear, false)}); err != nil || !r[0].Mine || r[0].Ref != "" {
+		t.Fatalf("the refetch: %+v %v", r, err)
+	}
+	if got, want := entry(), cp.Ref+" | "+re.Ref; got != want {
+		t.Fatalf("after the refetch: entry %q, want %q", got, want)
+	}
+	if _, err := st.Apply([]Op{near(cp, OpDropNear, false)}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := entry(), re.Ref; got != want {
+		t.Fatalf("after the copy took it back: entry %q, want %q", got, want)
+	}
+	if _, err := st.Apply([]Op{near(re, OpDropNear, false)}); err != nil {
+		t.Fatal(err)
+	}
+	if got := entry(); got != "<none>" {
+		t.Fatalf("after its last holder left: entry %q", got)
 	}
 }

@@ -57,6 +57,18 @@
 //     page's hash; a probe ignores entries with its own hash, which the exact key decides.
 //     Otherwise two identical pages racing could each be an exact duplicate by the exact
 //     key and a near duplicate by a bucket, of each other.
+//   - Exact copies share a near entry. Identical texts have one fingerprint, so one key
+//     per bucket, and the copy that reached a bucket first may not be the one the exact
+//     key makes the original: it takes its entry back in round 2, and the original, which
+//     found the entry there and so entered nothing, would be left out of the bucket, and a
+//     near copy of it decided afterwards would be a second original (TestRacingCopies,
+//     about 1 run in 15; TestExactCopyKeepsOriginalsNearEntry drives that order). So a
+//     page that finds its fingerprint's entry held by an exact copy, and no match in the
+//     bucket, joins it as a holder (the value lists the holders, the first is the one a
+//     probe is told of); a duplicate taking back removes only itself, and the entry goes
+//     when its last holder does. The list is bounded by the copies being decided at once:
+//     all but the exact key's holder are duplicates and leave in their round 2 (a holder
+//     whose asker was lost between the rounds stays, as a lone entry always did).
 //   - A page that finds itself (same URL and fetch time: redone after a crash or after a
 //     failed round) is not its own duplicate, as on one node; a repeated Decide for the
 //     same pages answers the same, so the stage simply asks again after an error.

@@ -12,11 +12,14 @@ import (
 // that a partition's decisions stream, merge and drop with it:
 //
 //	D|part(2)|'c'|sha256(32)                     -> ref of the first page with that text
-//	D|part(2)|'n'|table(1)|block(2)|simhash(8)   -> hash8(8) | ref of an original's fingerprint
+//	D|part(2)|'n'|table(1)|block(2)|simhash(8)   -> hash8(8) | ref ("\n" ref)* of an original's fingerprint
 //
 // ref is "<url>\t<fetch time ns>" (corpus's record key); hash8 is the first 8 bytes of the
 // page's exact hash, so a near probe can tell an exact copy (decided by the exact key) from a
-// near one.
+// near one. A near entry names one page, or more while exact copies of it are being decided
+// (they share the entry; see "Exact copies share a near entry" in doc.go); a URL holds no
+// control character, so "\n" never occurs in a ref (a near operation whose ref holds one is
+// refused, ErrBadOp).
 const (
 	kindExact = 'c'
 	kindNear  = 'n'

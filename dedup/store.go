@@ -38,10 +38,12 @@ const (
 	OpExact = 'c'
 	// OpNear: look for the closest fingerprint within MaxDistance whose lowest shared table
 	// with FP is Table (other than the page itself and exact copies of it), and insert FP
-	// if absent and nothing was found.
+	// if absent and nothing was found (or join FP's entry as a holder when an exact copy
+	// holds it).
 	OpNear = 'n'
 	// OpDropExact, OpDropNear: delete the key if it still holds Ref (a page that turned out
-	// to be a duplicate takes back what it inserted).
+	// to be a duplicate takes back what it inserted); a near entry that other exact copies
+	// hold too only loses Ref.
 	OpDropExact = 'x'
 	OpDropNear  = 'm'
 )
@@ -202,6 +204,9 @@ func (o *Op) check() error {
 	case (o.Code == OpExact || o.Code == OpDropExact) && (len(o.Hash) == 0 || len(o.Hash) > 64 || ExactPartition(pad4(o.Hash)) != o.Part):
 		return fmt.Errorf("%w: exact hash of another partition", ErrBadOp)
 	case o.Code == OpNear || o.Code == OpDropNear:
+		if strings.Contains(o.Ref, "\n") {
+			return fmt.Errorf("%w: newline in ref", ErrBadOp) // it separates a near entry's holders
+		}
 		if o.Table >= Tables || NearPartition(int(o.Table), block(o.FP, int(o.Table))) != o.Part {
 			return fmt.Errorf("%w: near key of another partition", ErrBadOp)
 		}
@@ -251,22 +256,41 @@ func apply(v *view, o *Op) (Result, error) {
 	default: // OpDropNear
 		k := nearKey(o.Part, int(o.Table), o.FP)
 		val, found, err := v.get(k)
-		if err == nil && found && len(val) >= 8 && string(val[8:]) == o.Ref {
-			v.put(k, nil, k[:len(k)-8])
+		if err == nil && found && len(val) >= 8 {
+			if refs := holders(val); slices.Contains(refs, o.Ref) {
+				putHolders(v, k, k[:len(k)-8], val, slices.DeleteFunc(refs, func(r string) bool { return r == o.Ref }))
+			}
 		}
 		return Result{}, err
 	}
 }
 
+// holders are the pages a near entry (hash8 | ref, then "\n" ref for each exact copy that
+// shares it) stands for; the first is the one a probe is told of.
+func holders(val []byte) []string { return strings.Split(string(val[8:]), "\n") }
+
+// putHolders writes the entry k (value val) with its holders now refs, or deletes it when
+// none is left.
+func putHolders(v *view, k, prefix, val []byte, refs []string) {
+	if len(refs) == 0 {
+		v.put(k, nil, prefix)
+		return
+	}
+	v.put(k, append(slices.Clip(val[:8]), strings.Join(refs, "\n")...), prefix)
+}
+
 // applyNear scans the bucket of (Table, FP's block) for the closest other original whose
 // lowest shared table with FP is Table, then inserts FP (hash8 | ref) if absent and
-// nothing was found.
+// nothing was found. An entry with FP of an exact copy of the page (same hash8) gains
+// the page as a holder instead, when nothing was found: the exact key decides which of
+// the copies is the original, and the entry must outlive the duplicates' taking back.
 func applyNear(v *view, o *Op) (Result, error) {
 	t := int(o.Table)
 	prefix := nearPrefix(o.Part, t, block(o.FP, t))
 	own := hash8(o.Hash)
 	best := Result{Dist: MaxDistance + 1}
 	present := false
+	var shared, sharedVal []byte // FP's entry held by exact copies of the page
 	err := v.scan(prefix, func(key []byte, value func() ([]byte, error)) error {
 		fp := binary.BigEndian.Uint64(key[len(prefix):])
 		d := hamming(o.FP, fp)
@@ -278,25 +302,37 @@ func applyNear(v *view, o *Op) (Result, error) {
 		if err != nil || len(val) < 8 {
 			return err
 		}
-		ref := string(val[8:])
-		if !o.Revisit && ref != o.Ref && sameURL(ref, o.Ref) {
-			// Its own lost capture: removed, so no page is ever found a duplicate of it;
-			// the refetch enters the bucket in its place.
-			v.put(slices.Clone(key), nil, prefix)
-			return nil
+		refs := holders(val)
+		if !o.Revisit {
+			lost := func(r string) bool { return r != o.Ref && sameURL(r, o.Ref) }
+			if slices.ContainsFunc(refs, lost) {
+				// Its own lost capture: removed, so no page is ever found a duplicate of
+				// it; the refetch enters the bucket in its place.
+				refs = slices.DeleteFunc(refs, lost)
+				putHolders(v, slices.Clone(key), prefix, val, refs)
+				if len(refs) == 0 {
+					return nil
+				}
+				val = append(slices.Clip(val[:8]), strings.Join(refs, "\n")...)
+			}
 		}
+		mine := slices.Contains(refs, o.Ref)
+		copyOf := binary.BigEndian.Uint64(val[:8]) == own && len(o.Hash) > 0
 		if fp == o.FP {
 			present = true // never overwritten: the first page with a fingerprint keeps it
-			best.Mine = best.Mine || ref == o.Ref
+			best.Mine = best.Mine || mine
+			if copyOf && !mine {
+				shared, sharedVal = slices.Clone(key), val
+			}
 		}
-		if !match || ref == o.Ref {
+		if !match || mine {
 			return nil // the page itself (redone after a crash) is no duplicate of itself
 		}
-		if binary.BigEndian.Uint64(val[:8]) == own && len(o.Hash) > 0 {
+		if copyOf {
 			return nil // an exact copy: the exact key decides between the two
 		}
 		if d < best.Dist {
-			best.Ref, best.FP, best.Dist = ref, fp, d
+			best.Ref, best.FP, best.Dist = refs[0], fp, d
 		}
 		return nil
 	})
@@ -305,9 +341,14 @@ func applyNear(v *view, o *Op) (Result, error) {
 	}
 	// A page that found a match here does not enter this bucket: were it retried (a
 	// failed round), the two pages of a pair could otherwise each find the other here.
-	if !present && best.Ref == "" {
+	switch {
+	case best.Ref != "" || best.Mine:
+	case !present:
 		val := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(o.Ref)), own)
 		v.put(nearKey(o.Part, t, o.FP), append(val, o.Ref...), prefix)
+		best.Mine = true
+	case shared != nil:
+		putHolders(v, shared, prefix, sharedVal, append(holders(sharedVal), o.Ref))
 		best.Mine = true
 	}
 	if best.Ref == "" {
