@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -138,19 +137,8 @@ func BenchmarkReplication(b *testing.B) {
 // benchCrawl crawls the default web with k nodes to completion (during runs the
 // disruption, if any) and sums the nodes' final transfer figures.
 func benchCrawl(b *testing.B, k int, during func(*clusterRun, *simweb.Web), extra ...string) benchResult {
-	w, err := simweb.New(func() simweb.Config { c := simweb.DefaultConfig(); c.Hosts = 200; c.Seed = 1; return c }())
-	if err != nil {
-		b.Fatal(err)
-	}
-	addr, err := w.Start("127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer w.Close()
-	seeds := filepath.Join(b.TempDir(), "seeds.txt")
-	if err := w.WriteSeeds(seeds); err != nil {
-		b.Fatal(err)
-	}
+	w, addr := web(b, func(c *simweb.Config) { c.Hosts, c.Seed = 200, 1 })
+	seeds := seedsFile(b, w)
 	grace := 30 * time.Second
 	if during != nil && k == 3 {
 		grace = 5 * time.Second

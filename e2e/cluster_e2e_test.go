@@ -148,6 +148,22 @@ func (cr *clusterRun) addThree(seeds string) *cnode {
 	return n1
 }
 
+// followerHolding returns a member other than v's leader that holds partitions in v (the
+// last such in start order), or fails the test.
+func (cr *clusterRun) followerHolding(t testing.TB, v clusterView) *cnode {
+	t.Helper()
+	var victim *cnode
+	for _, n := range cr.nodes {
+		if n.name != v.Leader && v.owners()[n.name] > 0 {
+			victim = n
+		}
+	}
+	if victim == nil {
+		t.Fatalf("no follower holds partitions: %v (leader %s)", v.owners(), v.Leader)
+	}
+	return victim
+}
+
 func (cr *clusterRun) add(name string, extra ...string) *cnode {
 	p := freePorts(cr.t)
 	n := &cnode{name: name, data: filepath.Join(cr.dir, name), bind: "127.0.0.1:" + strconv.Itoa(p), raft: "127.0.0.1:" + strconv.Itoa(p+1)}
@@ -671,15 +687,7 @@ func TestClusterNodeLostForGood(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var victim *cnode
-	for _, n := range cr.nodes {
-		if n.name != v.Leader && v.owners()[n.name] > 0 {
-			victim = n
-		}
-	}
-	if victim == nil {
-		t.Fatalf("no follower holds partitions: %v (leader %s)", v.owners(), v.Leader)
-	}
+	victim := cr.followerHolding(t, v)
 	// Every member's outbox has a copy somewhere: the links it found for others' hosts
 	// and has not delivered yet exist nowhere else. (A backup can hold two members'
 	// outboxes; it once kept one copy for both, the one that had sent last, so a member

@@ -58,7 +58,7 @@ func TestMain(m *testing.M) {
 }
 
 // web starts a simulated web on loopback for the test.
-func web(t *testing.T, mutate func(*simweb.Config)) (*simweb.Web, string) {
+func web(t testing.TB, mutate func(*simweb.Config)) (*simweb.Web, string) {
 	t.Helper()
 	cfg := simweb.DefaultConfig()
 	if mutate != nil {

@@ -184,19 +184,8 @@ func BenchmarkClusterSecure(b *testing.B) {
 	makePKI(b, pki, "n1", "n2", "n3")
 	writeClusterKey(b, pki)
 	run := func(secure bool) (float64, time.Duration) {
-		w, err := simweb.New(func() simweb.Config { c := simweb.DefaultConfig(); c.Hosts = 200; c.Seed = 1; return c }())
-		if err != nil {
-			b.Fatal(err)
-		}
-		addr, err := w.Start("127.0.0.1:0")
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer w.Close()
-		seeds := filepath.Join(b.TempDir(), "seeds.txt")
-		if err := w.WriteSeeds(seeds); err != nil {
-			b.Fatal(err)
-		}
+		w, addr := web(b, func(c *simweb.Config) { c.Hosts, c.Seed = 200, 1 })
+		seeds := seedsFile(b, w)
 		extra := func(name string) []string {
 			if secure {
 				return secureArgs(pki, name)

@@ -68,15 +68,7 @@ func TestClusterStoreNodeLost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var victim *cnode
-	for _, n := range cr.nodes {
-		if n.name != v.Leader && v.owners()[n.name] > 0 {
-			victim = n
-		}
-	}
-	if victim == nil {
-		t.Fatalf("no follower holds partitions: %v (leader %s)", v.owners(), v.Leader)
-	}
+	victim := cr.followerHolding(t, v)
 	victim.c.cmd.Process.Signal(syscall.SIGKILL)
 	victim.waitExit(t, 10*time.Second)
 	killedAt := time.Now()
